@@ -1,0 +1,3 @@
+module github.com/paddock/paddock
+
+go 1.26.8

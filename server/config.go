@@ -1,0 +1,168 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/paddock/paddock/server/wire"
+)
+
+// Config is the configuration of one coordination server. It is immutable after New.
+// Field comments name the zoo.cfg key each field corresponds to.
+type Config struct {
+	// ClientAddr is the host:port clients connect to (clientPortAddress:clientPort).
+	ClientAddr string
+	// DataDir holds snapshots and, unless DataLogDir is set, the write-ahead log (dataDir).
+	DataDir string
+	// DataLogDir, if set, holds the write-ahead log on its own device (dataLogDir).
+	DataLogDir string
+	// ServerID is this server's id (myid); standalone servers use 1. It is the high byte
+	// of every session id, so it must be in [1, 254] (255 is reserved by extended types).
+	ServerID int64
+
+	// TickTime is the basic time unit: session expiry is checked on tick boundaries (tickTime).
+	TickTime time.Duration
+	// MinSessionTimeout and MaxSessionTimeout bound the negotiated session timeout; zero means
+	// 2×TickTime and 20×TickTime (minSessionTimeout, maxSessionTimeout).
+	MinSessionTimeout time.Duration
+	MaxSessionTimeout time.Duration
+
+	// MaxClientCnxns limits concurrent connections from one IP address; 0 means no limit (maxClientCnxns).
+	MaxClientCnxns int
+	// MaxBuffer is the largest request frame accepted, in bytes (jute.maxbuffer).
+	MaxBuffer int
+	// MaxOutstanding bounds the requests in flight in the server before reads from
+	// clients pause (globalOutstandingLimit).
+	MaxOutstanding int
+
+	// SuperDigest, "super:<base64 sha1>", makes a digest identity with that hash a super user
+	// that passes every ACL check (DigestAuthenticationProvider.superDigest).
+	SuperDigest string
+	// ExtendedTypes enables TTL nodes (extendedTypesEnabled).
+	ExtendedTypes bool
+	// SkipACL disables all ACL checks (skipACL).
+	SkipACL bool
+
+	// ContainerCheckInterval is how often empty containers and expired TTL nodes are looked
+	// for (znode.container.checkIntervalMs); ContainerMaxPerMinute caps deletions per minute
+	// (znode.container.maxPerMinute).
+	ContainerCheckInterval time.Duration
+	ContainerMaxPerMinute  int
+
+	// FourLetterWords is the four-letter-word whitelist; "*" allows all (4lw.commands.whitelist).
+	FourLetterWords []string
+	// AdminAddr is the host:port of the admin HTTP server; empty disables it
+	// (admin.serverAddress:admin.serverPort, admin.enableServer).
+	AdminAddr string
+
+	// SnapCount is the number of txns between snapshots (snapCount).
+	SnapCount int
+	// ForceSync makes every commit wait for fsync (forceSync). Turning it off loses
+	// acknowledged writes on a crash; it exists for tests and benchmarks only.
+	ForceSync bool
+}
+
+// DefaultConfig returns the embedded default: standalone, data under ./data, port 2181.
+func DefaultConfig() Config {
+	return Config{
+		ClientAddr:             ":2181",
+		DataDir:                "data",
+		ServerID:               1,
+		TickTime:               2 * time.Second,
+		MaxClientCnxns:         60,
+		MaxBuffer:              wire.DefaultMaxBuffer,
+		MaxOutstanding:         1000,
+		ContainerCheckInterval: time.Minute,
+		ContainerMaxPerMinute:  10000,
+		FourLetterWords:        []string{"srvr"},
+		AdminAddr:              "127.0.0.1:8081",
+		SnapCount:              100000,
+		ForceSync:              true,
+	}
+}
+
+// FourLetterWordNames lists every four-letter word the server knows.
+var FourLetterWordNames = []string{"ruok", "srvr", "stat", "conf", "cons", "crst", "dump", "envi",
+	"mntr", "wchs", "wchc", "wchp", "dirs", "isro", "srst"}
+
+var superDigestRE = regexp.MustCompile(`^[^:]+:[A-Za-z0-9+/]{27}=$`)
+
+// SessionTimeoutBounds returns the effective minimum and maximum session timeouts.
+func (c *Config) SessionTimeoutBounds() (min, max time.Duration) {
+	min, max = c.MinSessionTimeout, c.MaxSessionTimeout
+	if min <= 0 {
+		min = 2 * c.TickTime
+	}
+	if max <= 0 {
+		max = 20 * c.TickTime
+	}
+	return min, max
+}
+
+// Validate checks every field and names the first bad one, its value and what is allowed.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key string, value any, allowed string) {
+		errs = append(errs, fmt.Errorf("%s = %v: %s", key, value, allowed))
+	}
+	if _, _, err := net.SplitHostPort(c.ClientAddr); err != nil {
+		bad("client_addr", c.ClientAddr, "want host:port")
+	}
+	if c.AdminAddr != "" {
+		if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {
+			bad("admin_addr", c.AdminAddr, "want host:port, or empty to disable")
+		}
+	}
+	if c.DataDir == "" {
+		bad("data_dir", `""`, "a directory is required")
+	}
+	if c.ServerID < 1 || c.ServerID > 254 {
+		bad("server_id", c.ServerID, "must be in [1, 254]")
+	}
+	if c.TickTime < time.Millisecond {
+		bad("tick_time", c.TickTime, "must be at least 1ms")
+	}
+	if min, max := c.SessionTimeoutBounds(); min > max {
+		bad("min_session_timeout", min, fmt.Sprintf("must not exceed max_session_timeout (%v)", max))
+	}
+	if c.MaxClientCnxns < 0 {
+		bad("max_client_cnxns", c.MaxClientCnxns, "must be >= 0 (0 = unlimited)")
+	}
+	if c.MaxBuffer < 1024 {
+		bad("max_buffer", c.MaxBuffer, "must be at least 1024 bytes")
+	}
+	if c.MaxOutstanding < 1 {
+		bad("max_outstanding", c.MaxOutstanding, "must be >= 1")
+	}
+	if c.SuperDigest != "" && !superDigestRE.MatchString(c.SuperDigest) {
+		bad("super_digest", c.SuperDigest, `want "user:<base64 SHA-1>", as zkCli's DigestAuthenticationProvider prints`)
+	}
+	if c.ContainerCheckInterval <= 0 {
+		bad("container_check_interval", c.ContainerCheckInterval, "must be > 0")
+	}
+	if c.ContainerMaxPerMinute < 1 {
+		bad("container_max_per_minute", c.ContainerMaxPerMinute, "must be >= 1")
+	}
+	if c.SnapCount < 2 {
+		bad("snap_count", c.SnapCount, "must be >= 2")
+	}
+	for _, w := range c.FourLetterWords {
+		if w != "*" && !isFourLetterWord(w) {
+			bad("four_letter_words", w, "known words: * "+strings.Join(FourLetterWordNames, " "))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// zkOnlyWords are four-letter words Apache ZooKeeper knows that paddock does not answer;
+// a whitelist may name them (configs warn), and the server answers them as unknown words.
+var zkOnlyWords = []string{"gtmk", "stmk", "hash"}
+
+func isFourLetterWord(w string) bool {
+	return slices.Contains(FourLetterWordNames, w) || slices.Contains(zkOnlyWords, w)
+}
