@@ -1,0 +1,297 @@
+// Package testutil is the shared test harness: throwaway servers (Apache ZooKeeper from the
+// Debian package, paddock in-process), free ports and polling helpers. Only tests import it.
+package testutil
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Where the Debian zookeeper package (Apache ZooKeeper 3.8) puts the server. zookeeper.jar's
+// manifest Class-Path names its dependencies, so the classpath only adds a log4j binding.
+const (
+	zooKeeperConfDir = "/etc/zookeeper/conf"
+	zooKeeperJar     = "/usr/share/java/zookeeper.jar"
+)
+
+var zooKeeperClassPath = []string{
+	zooKeeperConfDir,
+	zooKeeperJar,
+	"/usr/share/java/slf4j-log4j12.jar",
+	"/usr/share/java/log4j-1.2.jar",
+}
+
+// SuperDigestTest is the super digest the go-zookeeper/zk and kazoo test harnesses use: a
+// connection that authenticates with scheme "digest" and "super:test" passes every ACL check.
+const SuperDigestTest = "super:D/InIHSb7yEEbrWz8b9l71RjZJU="
+
+// errNoZooKeeper is wrapped by StartZooKeeper when java or the ZooKeeper jars are missing.
+var errNoZooKeeper = errors.New("testutil: Apache ZooKeeper is not installed: run `make test`, " +
+	"which installs the Debian zookeeper package (or apt-get install -y zookeeper)")
+
+// ZooKeeperOptions configures a throwaway standalone Apache ZooKeeper. The zero value is
+// ZooKeeper's defaults (tickTime 2000 ms, 4lw whitelist "srvr" only, no TTL nodes, containers
+// checked every minute), always on 127.0.0.1 with the AdminServer (port 8080) disabled.
+type ZooKeeperOptions struct {
+	// TickTime is zoo.cfg tickTime; zero means 2s. Session timeouts are clamped to
+	// [2, 20] ticks.
+	TickTime time.Duration
+	// ExtendedTypes enables TTL nodes (-Dzookeeper.extendedTypesEnabled=true).
+	ExtendedTypes bool
+	// SuperDigest, e.g. SuperDigestTest, sets -Dzookeeper.DigestAuthenticationProvider.superDigest.
+	SuperDigest string
+	// ContainerCheckInterval sets -Dznode.container.checkIntervalMs: how often empty
+	// containers and expired TTL nodes are deleted. Zero keeps ZooKeeper's 60 s.
+	ContainerCheckInterval time.Duration
+	// FourLetterWords is 4lw.commands.whitelist, e.g. "*"; empty keeps the default ("srvr").
+	FourLetterWords string
+	// JuteMaxBuffer sets -Djute.maxbuffer, the largest request frame; zero keeps 0xfffff.
+	JuteMaxBuffer int
+	// StartTimeout bounds the wait for the server to answer ruok; zero means 30 s.
+	StartTimeout time.Duration
+}
+
+// ZooKeeper is a running throwaway Apache ZooKeeper server process.
+type ZooKeeper struct {
+	// Addr is the client address, "127.0.0.1:port".
+	Addr string
+	// Dir is the temp directory holding zoo.cfg, the data and the server log.
+	Dir string
+
+	cmd      *exec.Cmd
+	exited   chan struct{} // closed when the process has exited and waitErr is set
+	waitErr  error
+	stopOnce sync.Once
+	ownDir   bool // Dir was made here (no tb) and is removed by Stop
+}
+
+// StartZooKeeper starts a standalone Apache ZooKeeper 3.8 from the Debian package jars on a
+// free 127.0.0.1 port and waits until it answers ruok. The JVM takes a second or more to
+// start, so a test package should start one in TestMain and share it.
+//
+// tb may be nil (for TestMain): the caller must then call Stop. With a tb, the server's
+// directory is tb.TempDir() and Stop is registered with tb.Cleanup.
+// A missing java or ZooKeeper installation is an error telling to run `make test`;
+// tests must fail on it, never skip.
+func StartZooKeeper(tb testing.TB, opts ZooKeeperOptions) (*ZooKeeper, error) {
+	if tb != nil {
+		tb.Helper()
+	}
+	java, err := exec.LookPath("java")
+	if err != nil {
+		return nil, fmt.Errorf("%w: java not found: %v", errNoZooKeeper, err)
+	}
+	if _, err := os.Stat(zooKeeperJar); err != nil {
+		return nil, fmt.Errorf("%w: %v", errNoZooKeeper, err)
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ { // the free port may be taken before Java binds it
+		z, err := startZooKeeperOnce(tb, java, opts)
+		if err == nil {
+			if tb != nil {
+				tb.Cleanup(func() { z.Stop() })
+			}
+			return z, nil
+		}
+		lastErr = err
+		if !errors.Is(err, errPortTaken) {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+var errPortTaken = errors.New("testutil: zookeeper client port already in use")
+
+func startZooKeeperOnce(tb testing.TB, java string, opts ZooKeeperOptions) (*ZooKeeper, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	z := &ZooKeeper{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), exited: make(chan struct{})}
+	if tb != nil {
+		z.Dir = tb.TempDir()
+	} else if z.Dir, err = os.MkdirTemp("", "zookeeper-"); err != nil {
+		return nil, fmt.Errorf("testutil: zookeeper temp dir: %w", err)
+	} else {
+		z.ownDir = true
+	}
+	cfgPath := filepath.Join(z.Dir, "zoo.cfg")
+	if err := os.WriteFile(cfgPath, []byte(opts.zooCfg(z.Dir, port)), 0o644); err != nil {
+		return nil, fmt.Errorf("testutil: write zoo.cfg: %w", err)
+	}
+	logFile, err := os.Create(z.logPath())
+	if err != nil {
+		return nil, fmt.Errorf("testutil: zookeeper log: %w", err)
+	}
+	defer logFile.Close() // the child has its own descriptor
+	args := append(opts.jvmFlags(z.Dir), "-cp", strings.Join(zooKeeperClassPath, ":"),
+		"org.apache.zookeeper.server.ZooKeeperServerMain", cfgPath)
+	z.cmd = exec.Command(java, args...)
+	z.cmd.Dir = z.Dir
+	z.cmd.Stdout, z.cmd.Stderr = logFile, logFile
+	z.cmd.SysProcAttr = childProcAttr()
+	if err := z.cmd.Start(); err != nil {
+		z.cleanDir()
+		return nil, fmt.Errorf("testutil: start zookeeper: %w", err)
+	}
+	go func() {
+		z.waitErr = z.cmd.Wait()
+		close(z.exited)
+	}()
+	if err := z.waitReady(opts.startTimeout()); err != nil {
+		z.Stop()
+		return nil, err
+	}
+	return z, nil
+}
+
+// zooCfg renders zoo.cfg. Keys that ZooKeeper does not know become system properties
+// "zookeeper.<key>", which is how 4lw.commands.whitelist and admin.enableServer work.
+func (o ZooKeeperOptions) zooCfg(dir string, port int) string {
+	tick := o.TickTime
+	if tick <= 0 {
+		tick = 2 * time.Second
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "tickTime=%d\n", tick.Milliseconds())
+	fmt.Fprintf(&b, "dataDir=%s\n", filepath.Join(dir, "data"))
+	fmt.Fprintf(&b, "clientPort=%d\n", port)
+	b.WriteString("clientPortAddress=127.0.0.1\n")
+	b.WriteString("admin.enableServer=false\n")
+	if o.FourLetterWords != "" {
+		fmt.Fprintf(&b, "4lw.commands.whitelist=%s\n", o.FourLetterWords)
+	}
+	return b.String()
+}
+
+// jvmFlags returns the JVM options: the system properties that cannot go in zoo.cfg
+// (jute.maxbuffer is read without the zookeeper. prefix; znode.container.* likewise) and
+// flags that make a short-lived JVM start fast.
+func (o ZooKeeperOptions) jvmFlags(dir string) []string {
+	flags := []string{
+		"-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Dzookeeper.log.dir=" + dir,
+		"-Dzookeeper.root.logger=INFO,CONSOLE",
+		"-Dzookeeper.jmx.log4j.disable=true",
+	}
+	if o.ExtendedTypes {
+		flags = append(flags, "-Dzookeeper.extendedTypesEnabled=true")
+	}
+	if o.SuperDigest != "" {
+		flags = append(flags, "-Dzookeeper.DigestAuthenticationProvider.superDigest="+o.SuperDigest)
+	}
+	if o.ContainerCheckInterval > 0 {
+		flags = append(flags, fmt.Sprintf("-Dznode.container.checkIntervalMs=%d", o.ContainerCheckInterval.Milliseconds()))
+	}
+	if o.JuteMaxBuffer > 0 {
+		flags = append(flags, fmt.Sprintf("-Djute.maxbuffer=%d", o.JuteMaxBuffer))
+	}
+	return flags
+}
+
+func (o ZooKeeperOptions) startTimeout() time.Duration {
+	if o.StartTimeout > 0 {
+		return o.StartTimeout
+	}
+	return 30 * time.Second
+}
+
+func (z *ZooKeeper) logPath() string { return filepath.Join(z.Dir, "zookeeper.log") }
+
+// waitReady polls until the server is serving, the process exits, or timeout passes.
+func (z *ZooKeeper) waitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		select {
+		case <-z.exited:
+			log := z.LogTail(4096)
+			if strings.Contains(log, "Address already in use") {
+				return fmt.Errorf("%w: %s", errPortTaken, z.Addr)
+			}
+			return fmt.Errorf("testutil: zookeeper exited during start-up (%v); log tail:\n%s", z.waitErr, log)
+		default:
+		}
+		if z.serving() {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("testutil: zookeeper at %s did not start serving within %v; log tail:\n%s",
+				z.Addr, timeout, z.LogTail(4096))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// serving reports whether the server answers ruok and serves requests. ruok says imok (or,
+// with the default whitelist, refuses) as soon as the port is open, before the database is
+// loaded; srvr, which is always whitelisted, says "not currently serving" until then.
+func (z *ZooKeeper) serving() bool {
+	out, err := FourLetterWord(z.Addr, "ruok", time.Second)
+	if err != nil || (out != "imok" && !strings.Contains(out, "not in the whitelist")) {
+		return false
+	}
+	out, err = FourLetterWord(z.Addr, "srvr", time.Second)
+	return err == nil && strings.HasPrefix(out, "Zookeeper version:")
+}
+
+// Stop kills the server and waits for the process to exit. It is idempotent and safe to
+// call from several goroutines. A server started without a tb also loses its directory.
+func (z *ZooKeeper) Stop() error {
+	z.stopOnce.Do(func() {
+		if z.cmd.Process != nil {
+			z.cmd.Process.Kill() // throwaway data: no graceful shutdown needed
+		}
+		<-z.exited
+		z.cleanDir()
+	})
+	return nil
+}
+
+func (z *ZooKeeper) cleanDir() {
+	if z.ownDir {
+		os.RemoveAll(z.Dir)
+	}
+}
+
+// LogTail returns at most the last n bytes of the server's log, for failure messages.
+func (z *ZooKeeper) LogTail(n int) string {
+	b, err := os.ReadFile(z.logPath())
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	if len(b) > n {
+		b = b[len(b)-n:]
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[i+1:]
+		}
+	}
+	return string(b)
+}
+
+// FourLetterWord sends a four-letter word to addr and returns everything the server writes
+// before it closes the connection.
+func FourLetterWord(addr, word string, timeout time.Duration) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(timeout))
+	if _, err := io.WriteString(c, word); err != nil {
+		return "", err
+	}
+	out, err := io.ReadAll(c)
+	return string(out), err
+}
