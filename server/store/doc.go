@@ -1,0 +1,96 @@
+// Package store is the server's write-ahead log: every transaction, keyed by its zxid,
+// is appended here and made durable by one fdatasync per batch (group commit) before
+// it is applied and acknowledged; at start the log is replayed to rebuild the state.
+//
+// # Segments
+//
+// The log is a directory of segment files. A segment is named after the lowest zxid it
+// may hold, as 16 lowercase hex digits, so that names sort in log order:
+//
+//	0000000100000001.wal   records with zxids 0x100000001 .. 0x10000a3ff
+//	000000010000a400.wal   records with zxids 0x10000a400 .. (the last segment)
+//
+// Every zxid in a segment is at least its base and every zxid before it is below its
+// base, so the records after a snapshot at zxid Z are found by skipping segments, and
+// whole segments whose records are all at or below Z can be deleted.
+//
+// A segment is created under the name NAME.wal.tmp, preallocated to Config.SegmentSize
+// (fallocate; zeros where that is not supported), given its header, synced, and
+// renamed into place, and then the directory is synced: a segment file always has a
+// whole header, and a leftover .tmp file is removed by Open. Records are appended after
+// the header; the preallocated space after the last record reads as zeros. The log
+// rotates to a new segment when a record would not fit; a record larger than a whole
+// segment gets a segment of its own, which grows past the preallocated size. Before it
+// rotates the log syncs the segment it leaves, so only the last segment can ever hold
+// data that was not synced.
+//
+// A segment (all integers little-endian, offsets in bytes):
+//
+//	0        4          8                16                24         28         32
+//	+--------+----------+----------------+-----------------+----------+----------+
+//	| "PWAL" | version  | base zxid      | prev zxid       | crc32c   | reserved |  header
+//	|        | uint32=1 | int64 (= name) | int64           | of 0:24  | zero     |
+//	+--------+----------+----------------+-----------------+----------+----------+
+//	| record | record | ... | record | 0 0 0 0 0 0 0 0 0 0 0 0 0 0 ... 0 0 0 0 0 |  to the end of the file
+//	+----------------------------------------------------------------------------+
+//
+// prev is the log's last zxid when the segment was created; it must equal the last
+// zxid of the segment before, so a missing segment is detected even across a jump in
+// zxids (a new epoch). In the oldest segment it says from where on the log is whole:
+// Replay refuses to start before it.
+//
+// # Records
+//
+// Each record starts on an 8-byte boundary:
+//
+//	0        4         8               16       20                20+len   aligned to 8
+//	+--------+---------+---------------+--------+------------------+-------+
+//	| crc32c | len     | zxid          | mark   | payload          | zeros |
+//	| uint32 | uint32  | int64         | uint32 | len bytes        | 0..7  |
+//	+--------+---------+---------------+--------+------------------+-------+
+//	         |<------------------- checksummed ------------------->|
+//
+// The fields:
+//   - crc32c: CRC-32C (Castagnoli) of bytes 4 .. 20+len: length, zxid, mark, payload.
+//   - len: payload length, at most MaxPayload.
+//   - zxid: the transaction's zxid, positive and strictly above the previous record's,
+//     across segments. A record header is therefore never all zeros, and an all-zero
+//     header marks the end of a segment's records.
+//   - mark: the sync mark, the offset in this segment up to which the log had been
+//     synced (fdatasync returned) when the record was appended; mark <= the record's
+//     own offset, and marks never fall within a segment.
+//   - payload: opaque bytes, the server's encoded transaction.
+//
+// # Recovery: torn tail or corruption
+//
+// Open reads every record of every segment. Where a segment stops holding good
+// records — a record header running past the end of the file, a length that overruns
+// the file, a checksum mismatch, or an all-zero header with non-zero bytes after it —
+// the offset of that first bad record, X, is judged:
+//
+//   - In a segment that is not the last, it is corruption: such a segment was synced
+//     whole before the log rotated away from it.
+//   - In the last segment, if some good record after X carries a sync mark above X,
+//     the bytes at X had been synced before that record was written: they were durable
+//     and have since been damaged. That is corruption.
+//   - Otherwise the bytes from X on were never known to be durable: they are what a
+//     crash in the middle of a batch leaves — a partial record, garbage, or even good
+//     records of the same batch whose earlier pages the disk did not persist. Open
+//     logs a warning naming the file, the offset and the bytes discarded, cuts the
+//     segment back to X and zeroes the rest, and the log goes on from the last good
+//     record. No record at or after X had been acknowledged unless its batch's
+//     fdatasync returned and the bytes were damaged afterwards; the mark cannot tell
+//     that apart for the newest batch only.
+//
+// Corruption makes Open fail with a *CorruptError (errors.Is ErrCorrupt) naming the
+// file and offset: the log never drops records from its middle. A good record whose
+// zxid does not rise, or a segment whose header does not follow on from the segment
+// before, is corruption wherever it is. A last segment left with no records (the process
+// stopped between creating it and syncing into it) is removed.
+//
+// # Use
+//
+// One goroutine owns a WAL: it calls Open, Replay (before any Append), then Append for
+// each transaction of a batch and Sync once per batch, and acknowledges the batch only
+// after Sync returns nil. See WAL for the call order and the failure contract.
+package store
