@@ -62,6 +62,9 @@ type Config struct {
 
 	// SnapCount is the number of txns between snapshots (snapCount).
 	SnapCount int
+	// PreAllocSize is the size write-ahead log segments are preallocated to, in bytes
+	// (preAllocSize, which zoo.cfg gives in KiB); 0 means the store's default, 64 MiB.
+	PreAllocSize int64
 	// ForceSync makes every commit wait for fsync (forceSync). Turning it off loses
 	// acknowledged writes on a crash; it exists for tests and benchmarks only.
 	ForceSync bool
@@ -147,6 +150,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ContainerMaxPerMinute < 1 {
 		bad("container_max_per_minute", c.ContainerMaxPerMinute, "must be >= 1")
+	}
+	if c.PreAllocSize != 0 && (c.PreAllocSize < 1<<10 || c.PreAllocSize > 1<<30) {
+		bad("prealloc_size", c.PreAllocSize, "must be 0 (default 64 MiB) or between 1 KiB and 1 GiB")
 	}
 	if c.SnapCount < 2 {
 		bad("snap_count", c.SnapCount, "must be >= 2")

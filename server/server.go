@@ -1,44 +1,399 @@
 // Package server is the ZooKeeper-compatible coordination server: it owns the lifecycle of
 // the listeners, the request pipeline, the log, the tree and the session table. The
-// deterministic parts live in subpackages (wire, datatree, txn, session, watch, store).
+// deterministic parts live in subpackages (wire, datatree, txn, session, watch, store);
+// docs/threads.md maps the goroutines and docs/locking.md the lock order.
 package server
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/paddock/paddock/server/admin"
+	"github.com/paddock/paddock/server/datatree"
+	"github.com/paddock/paddock/server/session"
+	"github.com/paddock/paddock/server/store"
+	"github.com/paddock/paddock/server/txn"
+	"github.com/paddock/paddock/server/watch"
+	"github.com/paddock/paddock/server/wire"
 )
 
-// Server is one standalone coordination server.
+// Server is one standalone coordination server. Create it with New, then Start (or Run).
 type Server struct {
-	cfg    Config
-	logger *slog.Logger
-	ln     net.Listener
+	cfg     Config
+	logger  *slog.Logger
+	txnOpts txn.Options
+	admin   *admin.Admin
+
+	ln       net.Listener
+	adminLn  net.Listener
+	adminSrv *http.Server
+	wal      *store.WAL
+
+	treeMu      sync.RWMutex
+	tree        *datatree.Tree // guarded by treeMu: written only by applyLoop
+	lastApplied atomic.Int64   // the tree's last zxid, readable without treeMu
+	lastZxid    int64          // the last zxid handed out; owned by commitLoop
+	watches     *watch.Registry[*conn]
+	sessions    *session.Table
+
+	nextSessionID atomic.Int64
+
+	proposals chan *proposal   // to commitLoop; its capacity is MaxOutstanding
+	committed chan []*proposal // commitLoop to applyLoop: durable batches in log order
+	stopping  chan struct{}    // closed when the server starts shutting down
+	failed    chan error       // receives the error that stopped the server (capacity 1)
+	wg        sync.WaitGroup
+
+	mu           sync.Mutex
+	conns        map[*conn]struct{} // guarded by mu
+	perIP        map[string]int     // open connections per client IP; guarded by mu
+	sessionConns map[int64]*conn    // the connection of each attached session; guarded by mu
+
+	received, sent atomic.Int64 // packets, for srvr; reset by srst
+	outstanding    atomic.Int64 // requests read and not yet answered
+	closeOnce      sync.Once
 }
 
 // New validates cfg and returns a server that is not yet listening.
 func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("server: config: %w", err)
 	}
-	return &Server{cfg: cfg, logger: logger}, nil
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if !cfg.ForceSync {
+		logger.Warn("force_sync is off: acknowledged writes can be lost if the machine crashes; use this for tests and benchmarks only")
+	}
+	s := &Server{
+		cfg:          cfg,
+		logger:       logger,
+		txnOpts:      txn.Options{ExtendedTypes: cfg.ExtendedTypes, SkipACL: cfg.SkipACL},
+		tree:         datatree.New(),
+		watches:      watch.New[*conn](),
+		sessions:     session.NewTable(cfg.TickTime),
+		proposals:    make(chan *proposal, cfg.MaxOutstanding),
+		committed:    make(chan []*proposal, 2),
+		stopping:     make(chan struct{}),
+		failed:       make(chan error, 1),
+		conns:        make(map[*conn]struct{}),
+		perIP:        make(map[string]int),
+		sessionConns: make(map[int64]*conn),
+	}
+	return s, nil
 }
 
 // Start recovers state from the data directory, binds the listeners and starts serving.
-func (s *Server) Start() error { return errors.New("server: not implemented yet") }
+// On error everything opened is closed again.
+func (s *Server) Start() (err error) {
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if err := s.recover(); err != nil {
+		return err
+	}
+	if s.ln, err = net.Listen("tcp", s.cfg.ClientAddr); err != nil {
+		return fmt.Errorf("server: listen on client_addr: %w", err)
+	}
+	if err := s.startAdmin(); err != nil {
+		return err
+	}
+	s.goroutine(s.commitLoop)
+	s.goroutine(s.applyLoop)
+	s.goroutine(s.acceptLoop)
+	s.goroutine(s.expiryLoop)
+	s.goroutine(s.reapLoop)
+	s.logger.Info("serving", "client_addr", s.ln.Addr().String(), "zxid", hexID(s.lastZxid),
+		"sessions", s.sessions.Len(), "data_dir", s.cfg.DataDir)
+	return nil
+}
+
+// recover opens the write-ahead log and replays it into the tree. Sessions alive in the
+// log get a fresh timeout from now, as ZooKeeper gives them on load.
+func (s *Server) recover() error {
+	logDir := s.cfg.DataLogDir
+	if logDir == "" {
+		logDir = s.cfg.DataDir
+	}
+	wcfg := store.DefaultConfig()
+	wcfg.Dir = filepath.Join(logDir, "log")
+	wcfg.ForceSync = s.cfg.ForceSync
+	if s.cfg.PreAllocSize > 0 {
+		wcfg.SegmentSize = s.cfg.PreAllocSize
+	}
+	if err := os.MkdirAll(s.cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("server: data_dir: %w", err)
+	}
+	wal, err := store.Open(wcfg, s.logger)
+	if err != nil {
+		return fmt.Errorf("server: open log: %w", err)
+	}
+	s.wal = wal
+	err = wal.Replay(0, func(zxid int64, payload []byte) error {
+		x, err := txn.Decode(payload)
+		if err != nil {
+			return fmt.Errorf("txn %s: %w", hexID(zxid), err)
+		}
+		x.Zxid = zxid
+		txn.Apply(s.tree, x, s.txnOpts)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("server: replay log: %w", err)
+	}
+	s.lastZxid = max(wal.LastZxid(), s.tree.LastZxid())
+	s.lastApplied.Store(s.lastZxid)
+	now := time.Now()
+	next := initialSessionID(s.cfg.ServerID, now)
+	for _, sess := range s.tree.Sessions() {
+		s.sessions.Add(sess.ID, time.Duration(sess.Timeout)*time.Millisecond, now)
+		next = max(next, sess.ID)
+	}
+	s.nextSessionID.Store(next)
+	return nil
+}
+
+func (s *Server) startAdmin() error {
+	acfg := admin.DefaultConfig()
+	acfg.FourLetterWords = s.cfg.FourLetterWords
+	acfg.Server = admin.ServerConf{
+		ClientPort:        s.ln.Addr().(*net.TCPAddr).Port,
+		DataDir:           s.cfg.DataDir,
+		DataLogDir:        s.cfg.DataLogDir,
+		TickTime:          s.cfg.TickTime,
+		MaxClientCnxns:    s.cfg.MaxClientCnxns,
+		ServerID:          s.cfg.ServerID,
+		MinSessionTimeout: first(s.cfg.SessionTimeoutBounds()),
+		MaxSessionTimeout: second(s.cfg.SessionTimeoutBounds()),
+	}
+	a, err := admin.New(acfg, s, s.logger)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	s.admin = a
+	if s.cfg.AdminAddr == "" {
+		return nil
+	}
+	if s.adminLn, err = net.Listen("tcp", s.cfg.AdminAddr); err != nil {
+		return fmt.Errorf("server: listen on admin_addr: %w", err)
+	}
+	s.adminSrv = &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	s.goroutine(func() {
+		if err := s.adminSrv.Serve(s.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.logger.Error("admin server stopped", "err", err)
+		}
+	})
+	return nil
+}
+
+func first[T any](a, _ T) T  { return a }
+func second[T any](_, b T) T { return b }
 
 // Addr returns the client listener's address; valid after Start.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
-// Close stops serving, closes every connection and waits for all goroutines. Idempotent.
-func (s *Server) Close() error { return nil }
+// AdminAddr returns the admin HTTP listener's address, or nil if it is disabled.
+func (s *Server) AdminAddr() net.Addr {
+	if s.adminLn == nil {
+		return nil
+	}
+	return s.adminLn.Addr()
+}
 
-// Run starts the server and serves until ctx is done, then closes it.
+// Close stops serving, closes every connection, waits for every goroutine and closes the
+// log. Writes in flight that were not yet durable are not acknowledged. Idempotent.
+func (s *Server) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.stopping)
+		if s.ln != nil {
+			s.ln.Close()
+		}
+		if s.adminSrv != nil {
+			s.adminSrv.Close()
+		}
+		s.mu.Lock()
+		for c := range s.conns {
+			c.close()
+		}
+		s.mu.Unlock()
+		s.wg.Wait()
+		if s.wal != nil {
+			err = s.wal.Close()
+		}
+		s.logger.Info("stopped", "zxid", hexID(s.lastApplied.Load()))
+	})
+	return err
+}
+
+// Run starts the server and serves until ctx is done or the server fails, then closes it.
 func (s *Server) Run(ctx context.Context) error {
 	if err := s.Start(); err != nil {
 		return err
 	}
-	<-ctx.Done()
-	return s.Close()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-s.failed:
+	}
+	return errors.Join(err, s.Close())
 }
+
+// fatal reports an error the server cannot serve past (the log failed) and starts
+// shutting down: no write may be acknowledged that is not durable.
+func (s *Server) fatal(err error) {
+	s.logger.Error("stopping: cannot continue", "err", err)
+	select {
+	case s.failed <- err:
+	default:
+	}
+	go s.Close()
+}
+
+// goroutine runs f on a goroutine that Close waits for.
+func (s *Server) goroutine(f func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+}
+
+func (s *Server) acceptLoop() {
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			select {
+			case <-s.stopping:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			s.logger.Error("accept failed", "err", err)
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		c := newConn(s, nc)
+		if !s.addConn(c) {
+			s.logger.Warn("too many connections from one address", "ip", c.ip, "max_client_cnxns", s.cfg.MaxClientCnxns)
+			nc.Close()
+			continue
+		}
+		s.goroutine(c.serve)
+	}
+}
+
+// addConn registers c unless its IP already has MaxClientCnxns connections or the
+// server is stopping.
+func (s *Server) addConn(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.stopping:
+		return false
+	default:
+	}
+	if max := s.cfg.MaxClientCnxns; max > 0 && s.perIP[c.ip] >= max {
+		return false
+	}
+	s.perIP[c.ip]++
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Server) removeConn(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.conns[c]; !ok {
+		return
+	}
+	delete(s.conns, c)
+	if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
+		delete(s.perIP, c.ip)
+	}
+	if sid := c.sessionID.Load(); s.sessionConns[sid] == c {
+		delete(s.sessionConns, sid)
+	}
+}
+
+// expiryLoop closes sessions whose clients have gone quiet for their timeout. Only this
+// loop decides expiry; the close itself is a txn like any other.
+func (s *Server) expiryLoop() {
+	timer := time.NewTimer(s.cfg.TickTime)
+	defer timer.Stop()
+	for {
+		select {
+		case <-s.stopping:
+			return
+		case now := <-timer.C:
+			for _, id := range s.sessions.Expire(now) {
+				s.logger.Info("session expired", "session_id", hexID(id))
+				p := &proposal{txn: &txn.Txn{Session: id, Op: wire.OpCloseSession, Req: wire.Empty{}}}
+				if s.propose(context.Background(), p) != nil {
+					return
+				}
+			}
+			wait := s.cfg.TickTime
+			if next, ok := s.sessions.Next(); ok {
+				wait = min(max(time.Until(next), time.Millisecond), wait)
+			}
+			timer.Reset(wait)
+		}
+	}
+}
+
+// reapLoop deletes empty containers and expired TTL nodes every ContainerCheckInterval
+// (ZooKeeper's ContainerManager), at most ContainerMaxPerMinute a minute.
+func (s *Server) reapLoop() {
+	ticker := time.NewTicker(s.cfg.ContainerCheckInterval)
+	defer ticker.Stop()
+	limit := max(1, int(int64(s.cfg.ContainerMaxPerMinute)*int64(s.cfg.ContainerCheckInterval)/int64(time.Minute)))
+	for {
+		select {
+		case <-s.stopping:
+			return
+		case now := <-ticker.C:
+			for _, path := range s.reapable(now, limit) {
+				p := &proposal{txn: &txn.Txn{Op: wire.OpDeleteContainer, Req: &wire.PathRecord{Path: path}}}
+				if s.propose(context.Background(), p) != nil {
+					return
+				}
+			}
+		}
+	}
+}
+
+// reapable lists up to limit containers that had children and have none left, and TTL
+// nodes without children unchanged for longer than their TTL.
+func (s *Server) reapable(now time.Time, limit int) []string {
+	s.treeMu.RLock()
+	defer s.treeMu.RUnlock()
+	var out []string
+	for _, p := range s.tree.Containers() {
+		if n := s.tree.Get(p); n.NumChildren() == 0 && n.ChildCreates() > 0 && len(out) < limit {
+			out = append(out, p)
+		}
+	}
+	for _, p := range s.tree.TTLNodes() {
+		if n := s.tree.Get(p); n.NumChildren() == 0 && now.UnixMilli()-n.Mtime > n.TTL() && len(out) < limit {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func hexID(v int64) string { return fmt.Sprintf("0x%x", v) }

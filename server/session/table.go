@@ -174,6 +174,18 @@ func (t *Table) Timeout(id int64) (time.Duration, bool) {
 	return time.Duration(e.timeout) * time.Millisecond, true
 }
 
+// Expiry returns when a live session expires unless touched.
+func (t *Table) Expiry(id int64) (time.Time, bool) {
+	t.mu.Lock()
+	e := t.sessions[id]
+	t.mu.Unlock()
+	if e == nil {
+		return time.Time{}, false
+	}
+	ms := e.expiry.Load()
+	return time.UnixMilli(ms), ms != 0
+}
+
 // Buckets returns the sessions grouped by expiry time, earliest first.
 func (t *Table) Buckets() []Bucket {
 	t.mu.Lock()

@@ -221,3 +221,14 @@ func (d *Decoder) Strings() []string {
 	}
 	return v
 }
+
+// Swap returns the encoded bytes and continues encoding into spare[:0]. The returned
+// slice is the caller's; the encoder no longer refers to it.
+func (e *Encoder) Swap(spare []byte) []byte {
+	b := e.buf
+	e.buf = spare[:0]
+	return b
+}
+
+// Raw appends bytes as they are, with no length prefix.
+func (e *Encoder) Raw(b []byte) { e.buf = append(e.buf, b...) }

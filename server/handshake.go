@@ -1,0 +1,111 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"time"
+
+	"github.com/paddock/paddock/server/txn"
+	"github.com/paddock/paddock/server/wire"
+)
+
+// handshake answers the ConnectRequest in body: a new session, a resumed one, or the
+// expired answer. It returns false if the connection must close.
+func (c *conn) handshake(body []byte) bool {
+	s := c.s
+	var req wire.ConnectRequest
+	d := wire.NewDecoder(body)
+	req.Decode(d)
+	if d.Err() != nil {
+		s.logger.Debug("malformed connect request", "remote", c.nc.RemoteAddr().String(), "err", d.Err())
+		return false
+	}
+	c.stats.PacketReceived()
+	if req.LastZxidSeen > s.lastApplied.Load() {
+		// The client has seen a newer state than ours: it must try another server, and
+		// ZooKeeper tells it so by closing the socket without a reply.
+		s.logger.Info("refusing client that has seen a newer zxid", "remote", c.nc.RemoteAddr().String(),
+			"client_zxid", hexID(req.LastZxidSeen), "zxid", hexID(s.lastApplied.Load()))
+		return false
+	}
+	timeout := s.negotiateTimeout(req.Timeout)
+	resp := wire.ConnectResponse{Timeout: timeout, HasReadOnly: req.HasReadOnly}
+	switch {
+	case req.SessionID == 0:
+		id, password, err := s.createSession(c.ctx, timeout)
+		if err != nil {
+			return false
+		}
+		resp.SessionID, resp.Password = id, password
+	case s.resumeSession(req.SessionID, req.Password):
+		resp.SessionID, resp.Password = req.SessionID, req.Password
+	default:
+		s.logger.Debug("session expired or unknown", "session_id", hexID(req.SessionID))
+		expired := wire.ConnectResponse{Password: make([]byte, wire.PasswordLen), HasReadOnly: req.HasReadOnly}
+		c.send(expired.Encode)
+		c.closeAfterFlush()
+		return false
+	}
+	c.sessionID.Store(resp.SessionID)
+	c.timeout.Store(timeout)
+	s.attach(c, resp.SessionID)
+	c.send(resp.Encode)
+	return true
+}
+
+// negotiateTimeout clamps a requested session timeout into [min, max].
+func (s *Server) negotiateTimeout(requested int32) int32 {
+	lo, hi := s.cfg.SessionTimeoutBounds()
+	return int32(min(max(time.Duration(requested)*time.Millisecond, lo), hi).Milliseconds())
+}
+
+// createSession proposes a new session and waits until it is applied.
+func (s *Server) createSession(ctx context.Context, timeout int32) (int64, []byte, error) {
+	password := make([]byte, wire.PasswordLen)
+	rand.Read(password)
+	id := s.nextSessionID.Add(1)
+	p := &proposal{
+		txn:  &txn.Txn{Session: id, Op: wire.OpCreateSession, Req: &txn.CreateSession{Timeout: timeout, Password: password}},
+		done: make(chan txn.Result, 1),
+	}
+	if err := s.propose(ctx, p); err != nil {
+		return 0, nil, err
+	}
+	select {
+	case res := <-p.done:
+		return id, password, res.Err
+	case <-s.stopping:
+		return 0, nil, errShuttingDown
+	}
+}
+
+// resumeSession reports whether a client may resume session id with password: the session
+// exists, has not expired, and the password matches.
+func (s *Server) resumeSession(id int64, password []byte) bool {
+	s.treeMu.RLock()
+	sess := s.tree.Session(id)
+	s.treeMu.RUnlock()
+	if sess == nil || !bytes.Equal(sess.Password, password) {
+		return false
+	}
+	return s.sessions.Touch(id, time.Now())
+}
+
+// attach makes c the connection of its session, closing any earlier one: a session has
+// one connection at a time (ZooKeeper's CLIENT_RECONNECT).
+func (s *Server) attach(c *conn, id int64) {
+	s.mu.Lock()
+	old := s.sessionConns[id]
+	s.sessionConns[id] = c
+	s.mu.Unlock()
+	if old != nil && old != c {
+		old.close()
+	}
+}
+
+// initialSessionID returns the first session id to hand out, laid out as ZooKeeper does:
+// the server id in the high byte, the start time in ms in the next 40 bits.
+func initialSessionID(serverID int64, now time.Time) int64 {
+	return int64(uint64(now.UnixMilli())<<24>>8) | serverID<<56
+}

@@ -1,0 +1,196 @@
+package server
+
+import (
+	"time"
+
+	"github.com/paddock/paddock/server/datatree"
+	"github.com/paddock/paddock/server/txn"
+	"github.com/paddock/paddock/server/wire"
+)
+
+// request is one decoded client request.
+type request struct {
+	xid   int32
+	op    wire.Op
+	rec   wire.Record
+	ids   []wire.Identity // the connection's identities when the request arrived
+	write bool            // goes through the log
+	err   wire.Code       // answer with this error instead of executing (bad record, bad op)
+	close bool            // close the connection after answering
+	start time.Time
+}
+
+// dispatch decodes one request frame and starts it: a write is proposed to the log; any
+// other request is answered now, or, if writes of this connection are still in flight,
+// after them, so replies leave in request order. It returns false when the connection
+// must stop reading.
+func (c *conn) dispatch(body []byte) bool {
+	s := c.s
+	d := wire.NewDecoder(body)
+	var h wire.RequestHeader
+	h.Decode(d)
+	if d.Err() != nil {
+		return false
+	}
+	now := time.Now()
+	sid := c.sessionID.Load()
+	if !s.sessions.Touch(sid, now) {
+		c.reply(h.Xid, s.lastApplied.Load(), wire.ErrSessionExpired, nil)
+		c.closeAfterFlush()
+		return false
+	}
+	r := &request{xid: h.Xid, op: h.Op, start: now}
+	s.outstanding.Add(1)
+	rec, known := wire.NewRequest(h.Op)
+	switch {
+	case !known || h.Op == wire.OpSASL || h.Op == wire.OpReconfig:
+		// ZooKeeper answers an op it does not serve with Unimplemented and hangs up.
+		r.err, r.close = wire.ErrUnimplemented, true
+	default:
+		rec.Decode(d)
+		if d.Err() != nil || !multiKindOK(h.Op, rec) {
+			r.err = wire.ErrMarshallingError
+		}
+	}
+	r.rec = rec
+	if r.err == wire.OK && h.Op == wire.OpAuth && !c.authenticate(rec.(*wire.AuthPacket)) {
+		r.err, r.close = wire.ErrAuthFailed, true
+	}
+	r.ids = c.identities()
+	r.write = r.err == wire.OK && h.Op.IsWrite()
+	if r.write {
+		return c.proposeWrite(r, sid)
+	}
+	if r.close {
+		c.draining.Store(true)
+	}
+	c.mu.Lock()
+	if len(c.queue) > 0 {
+		c.queue = append(c.queue, r)
+		c.mu.Unlock()
+		return !r.close
+	}
+	c.mu.Unlock()
+	s.treeMu.RLock()
+	c.execLocal(r)
+	s.treeMu.RUnlock()
+	return !r.close
+}
+
+// multiKindOK rejects a multi that carries read ops and a multiRead that carries writes:
+// ZooKeeper refuses mixed kinds as a marshalling error.
+func multiKindOK(op wire.Op, rec wire.Record) bool {
+	m, ok := rec.(*wire.MultiRequest)
+	if !ok {
+		return true
+	}
+	for _, o := range m.Ops {
+		read := o.Op == wire.OpGetChildren || o.Op == wire.OpGetData
+		if read != (op == wire.OpMultiRead) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *conn) proposeWrite(r *request, sid int64) bool {
+	x := &txn.Txn{Session: sid, Cxid: r.xid, Op: r.op, Ids: r.ids, Req: r.rec}
+	if r.op == wire.OpCloseSession {
+		c.draining.Store(true)
+	}
+	c.mu.Lock()
+	c.queue = append(c.queue, r)
+	c.mu.Unlock()
+	return c.s.propose(c.ctx, &proposal{txn: x, conn: c, req: r}) == nil && r.op != wire.OpCloseSession
+}
+
+// authenticate adds the identity an auth packet proves, and reports whether the scheme
+// is one the server knows. Digest always succeeds, as in ZooKeeper.
+func (c *conn) authenticate(a *wire.AuthPacket) bool {
+	switch a.Scheme {
+	case datatree.SchemeDigest:
+		digest := datatree.Digest(string(a.Auth))
+		c.addIdentity(wire.Identity{Scheme: datatree.SchemeDigest, ID: digest})
+		if sd := c.s.cfg.SuperDigest; sd != "" && digest == sd {
+			c.addIdentity(wire.Identity{Scheme: datatree.SchemeSuper})
+		}
+		return true
+	case datatree.SchemeIP:
+		c.addIdentity(wire.Identity{Scheme: datatree.SchemeIP, ID: c.ip})
+		return true
+	}
+	c.s.logger.Info("auth failed: unknown scheme", "scheme", a.Scheme, "session_id", hexID(c.sessionID.Load()))
+	return false
+}
+
+// completeWrite answers a write that has been applied, then every request that was
+// waiting behind it up to the next write. The caller holds the tree write lock.
+func (c *conn) completeWrite(p *proposal, res *txn.Result) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.queue) == 0 || c.queue[0] != p.req {
+		c.s.logger.Error("reply out of order: dropping connection", "session_id", hexID(c.sessionID.Load()))
+		c.close()
+		return
+	}
+	c.queue[0] = nil
+	c.queue = c.queue[1:]
+	c.replyWrite(p, res)
+	for len(c.queue) > 0 && !c.queue[0].write {
+		r := c.queue[0]
+		c.queue[0] = nil
+		c.queue = c.queue[1:]
+		c.execLocal(r)
+	}
+}
+
+// replyWrite encodes the answer to an applied write.
+func (c *conn) replyWrite(p *proposal, res *txn.Result) {
+	r := p.req
+	code := c.s.codeFor(res.Err, r.op)
+	var body wire.Record
+	switch r.op {
+	case wire.OpCreate:
+		body = &wire.PathRecord{Path: res.Path}
+	case wire.OpCreate2, wire.OpCreateContainer, wire.OpCreateTTL:
+		body = &wire.Create2Response{Path: res.Path, Stat: res.Stat}
+	case wire.OpSetData, wire.OpSetACL:
+		body = &wire.StatResponse{Stat: res.Stat}
+	case wire.OpMulti:
+		if code == wire.OK {
+			body = c.s.multiResponse(res)
+		}
+	case wire.OpCheck:
+		body = &wire.StatResponse{Stat: res.Stat}
+	}
+	c.reply(r.xid, p.txn.Zxid, code, body)
+	c.responded(r, p.txn.Zxid)
+	if r.op == wire.OpCloseSession {
+		c.closeAfterFlush()
+	}
+}
+
+func (s *Server) multiResponse(res *txn.Result) *wire.MultiResponse {
+	out := &wire.MultiResponse{Results: make([]wire.MultiResult, len(res.Multi))}
+	for i, op := range res.Multi {
+		out.Results[i] = wire.MultiResult{Op: op.Op, Err: s.codeFor(op.Err, wire.OpMulti), Path: op.Path, Stat: op.Stat}
+	}
+	return out
+}
+
+// responded records a reply in the connection's and the server's statistics.
+func (c *conn) responded(r *request, zxid int64) {
+	now := time.Now()
+	c.s.outstanding.Add(-1)
+	c.stats.Responded(r.op, r.xid, zxid, r.start, now)
+	c.s.admin.ObserveRequest(r.op, now.Sub(r.start))
+}
+
+// codeFor maps err to a code, logging errors that have no code of their own.
+func (s *Server) codeFor(err error, op wire.Op) wire.Code {
+	code := codeOf(err)
+	if code == wire.ErrSystemError {
+		s.logger.Error("request failed with an unmapped error", "op", op.String(), "err", err)
+	}
+	return code
+}
