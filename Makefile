@@ -1,0 +1,57 @@
+# paddock — the two commands a newcomer types are `make run` and `make test`.
+
+GO       ?= go
+BIN      := bin/paddock
+DATA_DIR ?= ./data
+# The fuzz targets `make fuzz` runs, as package:Target, each for FUZZTIME.
+FUZZTIME ?= 30s
+FUZZ_TARGETS := \
+	./server/wire:FuzzDecodeRequest \
+	./server/wire:FuzzDecodeConnect \
+	./server/wire:FuzzReadFrame \
+	./server/store:FuzzSegment
+
+.PHONY: run build test deps check vet fmt-check bench fuzz lint clean
+
+## run: build paddock and run the coordination server on the embedded default
+## (standalone, data under ./data, clients on :2181).
+run: build
+	./$(BIN) server --data-dir $(DATA_DIR)
+
+build:
+	$(GO) build -o $(BIN) ./cmd/paddock
+
+## test: install what the tests need if missing, then vet, format check, build and
+## every test with the race detector. The tests start their own servers (paddock
+## in-process, Apache ZooKeeper from the Debian package) on free loopback ports.
+test: deps check build
+	$(GO) test -race -count=1 -timeout 25m ./...
+
+deps:
+	./test/deps.sh
+
+check: vet fmt-check
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+## bench: the Go benchmarks, with allocations.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## fuzz: run each fuzz target for FUZZTIME (the seed corpora run in `make test`).
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$pkg $$name"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
+
+lint:
+	@command -v golangci-lint >/dev/null && golangci-lint run ./... || echo "golangci-lint not installed; skipped"
+
+clean:
+	rm -rf bin
