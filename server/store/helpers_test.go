@@ -116,7 +116,7 @@ func checkRecords(t *testing.T, got, want []rec) {
 }
 
 // segmentFiles lists the segment file names in dir, in order.
-func segmentFiles(t *testing.T, dir string) []string {
+func segmentFiles(t testing.TB, dir string) []string {
 	t.Helper()
 	segs, _, err := listSegments(dir)
 	if err != nil {

@@ -200,12 +200,16 @@ func (s *scanner) readAt(off int64, advance bool) (recordStatus, error) {
 	if n > MaxPayload || recordSize(int(n)) > rest {
 		return s.bad(fmt.Sprintf("record length %d overruns segment (%d bytes left)", n, rest))
 	}
-	rec, err := s.win.bytes(off, recordHeaderSize+n)
+	rec, err := s.win.bytes(off, recordSize(int(n)))
 	if err != nil {
 		return 0, err
 	}
+	rec, pad := rec[:recordHeaderSize+n], rec[recordHeaderSize+n:]
 	if le.Uint32(rec[0:]) != crc32.Checksum(rec[4:], crcTable) {
 		return s.bad("record checksum mismatch")
+	}
+	if string(pad) != string(zeros[:len(pad)]) {
+		return s.bad("record padding not zero")
 	}
 	zxid := int64(le.Uint64(rec[8:]))
 	if zxid <= 0 {

@@ -39,13 +39,12 @@ func parseSegmentName(name string) (int64, bool) {
 
 // segment is what Open learned about one segment file.
 type segment struct {
-	path  string
-	base  int64 // zxid in the file name: every record's zxid is >= base
-	prev  int64 // the log's last zxid before this segment, from its header
-	first int64 // zxid of the first record, 0 if none
-	last  int64 // zxid of the last record, 0 if none
-	end   int64 // offset just past the last good record
-	size  int64 // file size when checked
+	path string
+	base int64 // zxid in the file name: every record's zxid is >= base
+	prev int64 // the log's last zxid before this segment, from its header
+	last int64 // zxid of the last record, 0 if none
+	end  int64 // offset just past the last good record
+	size int64 // file size when checked
 }
 
 // listSegments returns the segments in dir in zxid order, and the leftover temporary
@@ -80,12 +79,8 @@ type tornTail struct {
 }
 
 // checkSegment reads a whole segment, checking its header against its name, every
-// record, and that zxids rise from the header's prev. It fills seg's prev, first, last
-// and end. In a segment that is not the last,
-// anything but zeros after the last good record is corruption. In the last segment
-// a bad record is a torn write, reported in the tornTail, unless the rest of the
-// segment proves the bad bytes had been synced before (see proveSynced); then it is
-// corruption too.
+// record, and that zxids rise from the header's prev. It fills seg's prev, last and
+// end. Where good records stop, judgeBad decides between a torn tail and corruption.
 func checkSegment(r io.ReaderAt, seg *segment, last bool) (*tornTail, error) {
 	name := filepath.Base(seg.path)
 	win := window{r: r, size: seg.size}
@@ -120,9 +115,6 @@ func checkSegment(r io.ReaderAt, seg *segment, last bool) (*tornTail, error) {
 			}
 			prev, mark = s.zxid, s.mark
 			seg.last = s.zxid
-			if seg.first == 0 {
-				seg.first = s.zxid
-			}
 			continue
 		case recordEnd:
 			nz, err := s.win.firstNonZero(at)
@@ -136,17 +128,27 @@ func checkSegment(r io.ReaderAt, seg *segment, last bool) (*tornTail, error) {
 			s.reason = fmt.Sprintf("zero record header followed by non-zero byte at offset %d", nz)
 		}
 		seg.end = at
-		if !last {
-			return nil, corrupt(name, at, s.reason+" in a segment that is not the last")
-		}
-		if y, ok, err := proveSynced(r, seg.size, at); err != nil {
-			return nil, fmt.Errorf("store: read %s: %w", name, err)
-		} else if ok {
-			return nil, corrupt(name, at, fmt.Sprintf(
-				"%s, but the record at offset %d was written after offset %d had been synced", s.reason, y, at))
-		}
-		return &tornTail{offset: at, reason: s.reason}, nil
+		return judgeBad(r, seg, s.reason, last)
 	}
+}
+
+// judgeBad decides what the bad bytes at seg.end are. In a segment that is not the
+// last they are corruption. In the last segment they are a torn write, unless the rest
+// of the segment proves they had been synced before (see proveSynced).
+func judgeBad(r io.ReaderAt, seg *segment, reason string, last bool) (*tornTail, error) {
+	name, at := filepath.Base(seg.path), seg.end
+	if !last {
+		return nil, corrupt(name, at, reason+" in a segment that is not the last")
+	}
+	y, ok, err := proveSynced(r, seg.size, at)
+	if err != nil {
+		return nil, fmt.Errorf("store: read %s: %w", name, err)
+	}
+	if ok {
+		return nil, corrupt(name, at, fmt.Sprintf(
+			"%s, but the record at offset %d was written after offset %d had been synced", reason, y, at))
+	}
+	return &tornTail{offset: at, reason: reason}, nil
 }
 
 // checkOrder returns why the good record the scanner just read at offset at breaks the

@@ -288,3 +288,24 @@ func TestAppendDoesNotAllocate(t *testing.T) {
 		t.Fatalf("a batch of 100 Appends and a Sync made %v allocations, want 0", allocs)
 	}
 }
+
+func TestWriteErrorIsSticky(t *testing.T) {
+	cfg := testConfig(t, 4096)
+	w := openWAL(t, cfg, nil)
+	next := int64(1)
+	appendBatches(t, w, &next, sizes(3, 10))
+	if err := w.Append(next, []byte("lost")); err != nil {
+		t.Fatal(err)
+	}
+	w.f.Close() // the next write fails, as on a dead disk
+	err := w.Sync()
+	if err == nil {
+		t.Fatal("Sync on a closed file succeeded")
+	}
+	if err2 := w.Append(next+1, nil); err2 != err {
+		t.Fatalf("Append after a failed Sync: %v, want the same error %v", err2, err)
+	}
+	if err2 := w.Sync(); err2 != err {
+		t.Fatalf("second Sync: %v, want the same error", err2)
+	}
+}
