@@ -221,8 +221,13 @@ func TestHTTPOnEmptySource(t *testing.T) {
 			t.Errorf("%s on empty source: status %d: %s", name, res.StatusCode, body)
 		}
 	}
-	if res, _ := get(t, a.Handler(), "GET", "/metrics"); res.StatusCode != 200 {
+	res, body := get(t, a.Handler(), "GET", "/metrics")
+	if res.StatusCode != 200 {
 		t.Errorf("/metrics on empty source: status %d", res.StatusCode)
+	}
+	// Series appear per opcode on first use only, so an idle server exports none.
+	if bytes.Contains(body, []byte("paddock_request_duration_seconds_count")) {
+		t.Errorf("request histograms exported before any request:\n%s", body)
 	}
 }
 

@@ -39,8 +39,7 @@ type promMetrics struct {
 	fsync    prometheus.Histogram
 	// byOp caches requests' child for opcode opMin+i, created on first use so that only
 	// opcodes clients actually send get series.
-	byOp    [opSlots]atomic.Pointer[prometheus.Observer]
-	unknown prometheus.Observer
+	byOp [opSlots]atomic.Pointer[prometheus.Observer]
 }
 
 func newPromMetrics(a *Admin) *promMetrics {
@@ -57,7 +56,6 @@ func newPromMetrics(a *Admin) *promMetrics {
 			Buckets: fsyncBuckets,
 		}),
 	}
-	m.unknown = m.requests.WithLabelValues("unknown")
 	m.reg.MustRegister(m.requests, m.fsync, newStatsCollector(a),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -66,8 +64,8 @@ func newPromMetrics(a *Admin) *promMetrics {
 
 func (m *promMetrics) observer(op wire.Op) prometheus.Observer {
 	i := int(op) - opMin
-	if i < 0 || i >= opSlots {
-		return m.unknown
+	if i < 0 || i >= opSlots { // a bad opcode, answered with an error: rare, not worth a slot
+		return m.requests.WithLabelValues("unknown")
 	}
 	if o := m.byOp[i].Load(); o != nil {
 		return *o
