@@ -109,12 +109,13 @@ func (s *Server) Start() (err error) {
 	if err := s.startAdmin(); err != nil {
 		return err
 	}
+	zxid := s.lastZxid // read before commitLoop, which owns it, starts
 	s.goroutine(s.commitLoop)
 	s.goroutine(s.applyLoop)
 	s.goroutine(s.acceptLoop)
 	s.goroutine(s.expiryLoop)
 	s.goroutine(s.reapLoop)
-	s.logger.Info("serving", "client_addr", s.ln.Addr().String(), "zxid", hexID(s.lastZxid),
+	s.logger.Info("serving", "client_addr", s.ln.Addr().String(), "zxid", hexID(zxid),
 		"sessions", s.sessions.Len(), "data_dir", s.cfg.DataDir)
 	return nil
 }
