@@ -15,9 +15,7 @@ func (s *Server) Stats() admin.Stats {
 	s.treeMu.RLock()
 	nodes, size, eph := s.tree.NodeCount(), s.tree.DataSize(), s.tree.EphemeralCount()
 	s.treeMu.RUnlock()
-	s.mu.Lock()
-	conns := len(s.conns)
-	s.mu.Unlock()
+	conns := len(s.connList())
 	return admin.Stats{
 		Mode:            admin.ModeStandalone,
 		Zxid:            s.lastApplied.Load(),
@@ -33,12 +31,16 @@ func (s *Server) Stats() admin.Stats {
 	}
 }
 
+// connList returns the client connections, leaving out those that asked for a
+// four-letter word (ZooKeeper lists the asker, which breaks go-zk's FLWCons).
 func (s *Server) connList() []*conn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
-		out = append(out, c)
+		if !c.word.Load() {
+			out = append(out, c)
+		}
 	}
 	return out
 }

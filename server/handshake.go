@@ -22,6 +22,7 @@ func (c *conn) handshake(body []byte) bool {
 		return false
 	}
 	c.stats.PacketReceived()
+	start := time.Now()
 	if req.LastZxidSeen > s.lastApplied.Load() {
 		// The client has seen a newer state than ours: it must try another server, and
 		// ZooKeeper tells it so by closing the socket without a reply.
@@ -51,6 +52,9 @@ func (c *conn) handshake(body []byte) bool {
 	c.timeout.Store(timeout)
 	s.attach(c, resp.SessionID)
 	c.send(resp.Encode)
+	// ZooKeeper's latency figures count the connect request.
+	c.stats.Responded(wire.OpCreateSession, -1, s.lastApplied.Load(), start, time.Now())
+	s.admin.ObserveRequest(wire.OpCreateSession, time.Since(start))
 	return true
 }
 

@@ -14,23 +14,20 @@ import (
 func (c *conn) execLocal(r *request) {
 	s := c.s
 	zxid := s.tree.LastZxid()
-	if r.err != wire.OK {
-		if r.op == wire.OpAuth {
-			zxid = 0
-		}
-		c.reply(r.xid, zxid, r.err, nil)
-		if r.close {
-			c.closeAfterFlush()
-		}
-		return
-	}
-	body, err := c.read(r)
-	code := s.codeFor(err, r.op)
 	if r.op == wire.OpAuth {
 		zxid = 0 // ZooKeeper answers auth with zxid 0
 	}
+	code, body := r.err, wire.Record(nil)
+	if code == wire.OK {
+		var err error
+		body, err = c.read(r)
+		code = s.codeFor(err, r.op)
+	}
 	c.reply(r.xid, zxid, code, body)
 	c.responded(r, zxid)
+	if r.close {
+		c.closeAfterFlush()
+	}
 }
 
 // read executes one local request against the tree and returns the reply body.

@@ -168,6 +168,7 @@ func (s *Server) recover() error {
 func (s *Server) startAdmin() error {
 	acfg := admin.DefaultConfig()
 	acfg.FourLetterWords = s.cfg.FourLetterWords
+	acfg.Started = time.Now()
 	acfg.Server = admin.ServerConf{
 		ClientPort:        s.ln.Addr().(*net.TCPAddr).Port,
 		DataDir:           s.cfg.DataDir,
