@@ -23,6 +23,9 @@
 // segment gets a segment of its own, which grows past the preallocated size. Before it
 // rotates the log syncs the segment it leaves, so only the last segment can ever hold
 // data that was not synced.
+// (With Config.ForceSync off, "synced" means written to the file: safe from a crash
+// of the process only, and a crash of the machine may then leave damage that Open
+// reports as corruption.)
 //
 // A segment (all integers little-endian, offsets in bytes):
 //
@@ -58,7 +61,8 @@
 //     header marks the end of a segment's records.
 //   - mark: the sync mark, the offset in this segment up to which the log had been
 //     synced (fdatasync returned) when the record was appended; mark <= the record's
-//     own offset, and marks never fall within a segment.
+//     own offset, and marks never fall within a segment. A fresh segment starts with
+//     mark 32: its header was synced when it was created.
 //   - payload: opaque bytes, the server's encoded transaction.
 //
 // # Recovery: torn tail or corruption
@@ -90,7 +94,14 @@
 //
 // # Use
 //
-// One goroutine owns a WAL: it calls Open, Replay (before any Append), then Append for
-// each transaction of a batch and Sync once per batch, and acknowledges the batch only
-// after Sync returns nil. See WAL for the call order and the failure contract.
+// One goroutine owns a WAL (see WAL for the call order and the failure contract). The
+// server:
+//   - gives the log a directory of its own (Open locks it);
+//   - calls Open, then Replay(after) with the zxid of the snapshot it loaded (0 for
+//     none) before any Append, and treats ErrGap as a snapshot older than the log;
+//   - assigns zxids above LastZxid, positive and strictly increasing;
+//   - for each batch calls Append per transaction and Sync once, and applies and
+//     acknowledges the batch only after Sync returned nil;
+//   - stops on any Append or Sync I/O error (the WAL stays failed) and recovers by
+//     Open on restart; and treats ErrCorrupt from Open as a case for an operator.
 package store

@@ -16,10 +16,10 @@ const (
 
 	recordHeaderSize = 20
 	recordAlign      = 8
-
-	// MaxPayload is the largest payload Append accepts, in bytes.
-	MaxPayload = 1 << 30
 )
+
+// MaxPayload is the largest payload Append accepts, in bytes.
+const MaxPayload = 1 << 30
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
