@@ -2,6 +2,8 @@ package conformance
 
 import "testing"
 
+// TestMain, the targets and how to run the suite: main_test.go and targets_test.go.
+
 // TestConformance runs every scenario against the reference and the subject and compares
 // their transcripts. Scenarios run one after another: each reads zxids from reply headers,
 // so a concurrent scenario's writes on the same server would change them.
@@ -31,4 +33,6 @@ var scenarios = []struct {
 	{"containers", scenarioContainers},
 	{"ttl", scenarioTTL},
 	{"malformed", scenarioMalformed},
+	{"four_letter_words", scenarioFourLetterWords},
+	{"go_zookeeper_client", scenarioGoZK},
 }

@@ -62,12 +62,15 @@ func scenarioMalformed(sc *Scenario) {
 		{"deleteContainer", wire.OpDeleteContainer, &wire.PathRecord{Path: sc.Root}},
 		{"sasl", wire.OpSASL, &wire.SASLRequest{Token: []byte("x")}},
 	} {
+		// After Unimplemented the server closes the connection; a request sent after the
+		// reply would race with the close, so none is.
 		s := sc.Connect(c.label, ConnectOptions{})
-		s.Call(c.op, c.rec)
-		s.getData(sc.Root, false)
-		if s.open {
-			s.Close()
+		if f := s.Call(c.op, c.rec); f != nil && f.Header.Err == wire.ErrUnimplemented {
+			s.ExpectClosed()
+			continue
 		}
+		s.getData(sc.Root, false)
+		s.Close()
 	}
 
 	sc.Note("frames over jute.maxbuffer, or with a negative length, close the connection unanswered")

@@ -31,8 +31,10 @@ type abort struct{ msg string }
 
 // Run runs fn against the server at addr with its own root path and returns the rendered
 // transcript. err is non-nil if fn aborted (the transcript then ends with the reason).
-// Every session fn left open is closed afterwards (reconnecting dropped ones), so no
-// session expires later and consumes a zxid in another scenario.
+//
+// Afterwards, without recording, every session fn left open is closed (reconnecting dropped
+// ones) and the root's subtree is deleted, so that no session expiry, TTL expiry or container
+// reaping happens later, in another scenario, and consumes a zxid there.
 func Run(addr, root string, fn func(*Scenario)) (transcript string, err error) {
 	sc := &Scenario{Addr: addr, Root: root, T: NewTranscript(root)}
 	func() {
@@ -49,7 +51,9 @@ func Run(addr, root string, fn func(*Scenario)) (transcript string, err error) {
 		fn(sc)
 	}()
 	sc.cleanup()
-	return sc.T.Render(), err
+	text := sc.T.Render() // before deleteTree: times must be judged against this run
+	sc.deleteTree()
+	return text, err
 }
 
 // Fatalf aborts the scenario.
@@ -74,6 +78,60 @@ func (sc *Scenario) cleanup() {
 	for _, s := range sc.sessions {
 		s.closeQuietly()
 	}
+}
+
+// deleteTree deletes the scenario's root and everything under it in one multi, as the
+// super user (both targets are configured with the super digest of super:test), so that
+// no container or TTL node can be reaped halfway.
+func (sc *Scenario) deleteTree() {
+	c, err := Dial(sc.Addr, 5*time.Second)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	if c.SendConnect(&wire.ConnectRequest{Timeout: 10000, Password: make([]byte, wire.PasswordLen)}) != nil {
+		return
+	}
+	if _, _, err := c.ReadConnectResponse(DefaultReadTimeout); err != nil {
+		return
+	}
+	call := func(op wire.Op, rec wire.Record) *Frame {
+		xid := c.NextXid()
+		if c.Send(xid, op, rec) != nil {
+			return nil
+		}
+		for {
+			f, err := c.ReadFrame(DefaultReadTimeout)
+			if err != nil {
+				return nil
+			}
+			if f.Header.Xid == xid {
+				return f
+			}
+		}
+	}
+	call(wire.OpAuth, &wire.AuthPacket{Scheme: "digest", Auth: []byte("super:test")})
+	var ops []wire.MultiOp
+	var walk func(path string)
+	walk = func(path string) {
+		f := call(wire.OpGetChildren, &wire.PathWatchRequest{Path: path})
+		if f == nil || f.Header.Err != wire.OK {
+			return
+		}
+		rec, _, err := f.Decode()
+		if err != nil {
+			return
+		}
+		for _, child := range rec.(*wire.ChildrenResponse).Children {
+			walk(path + "/" + child)
+		}
+		ops = append(ops, wire.MultiOp{Op: wire.OpDelete, Req: &wire.PathVersionRequest{Path: path, Version: -1}})
+	}
+	walk(sc.Root)
+	if len(ops) > 0 {
+		call(wire.OpMulti, &wire.MultiRequest{Ops: ops})
+	}
+	call(wire.OpCloseSession, nil)
 }
 
 // ConnectOptions are the fields of a ConnectRequest a scenario varies.
