@@ -35,6 +35,9 @@ func Diff(a, b string, context int) string {
 		}
 		fmt.Fprintf(&out, "%c %s\n", op.kind, op.line)
 	}
+	if skipped {
+		out.WriteString("   ...\n")
+	}
 	return out.String()
 }
 
