@@ -142,7 +142,7 @@ func describeRecord(rec wire.Record) string {
 		for i, c := range r.Clients {
 			parts[i] = c.Scheme + ":" + c.ID
 		}
-		return "identities=[" + strings.Join(parts, " ") + "]"
+		return "identities=[" + strings.Join(SortedLines(parts), " ") + "]" // a HashSet in ZooKeeper
 	case *wire.WatcherEvent:
 		return fmt.Sprintf("%v state=%d path=%q", r.Type, r.State, r.Path)
 	case *wire.MultiResponse:

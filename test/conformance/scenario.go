@@ -255,15 +255,27 @@ func (s *Session) Conn() *Conn { return s.c }
 // Send sends a request with the given xid and records it; it does not wait for the reply.
 func (s *Session) Send(xid int32, op wire.Op, rec wire.Record) {
 	s.sc.T.Add("%s > #%d %s", s.Label, xid, DescribeRequest(op, rec))
-	if err := s.c.Send(xid, op, rec); err != nil {
-		s.sc.Fatalf("%s: send %v: %v", s.Label, op, err)
-	}
+	s.sent(op, s.c.Send(xid, op, rec))
 }
 
 // SendBody sends a request with a raw body and records it with desc.
 func (s *Session) SendBody(xid int32, op wire.Op, body []byte, desc string) {
 	s.sc.T.Add("%s > #%d %v %s", s.Label, xid, op, desc)
-	if err := s.c.SendBody(xid, op, body); err != nil {
+	s.sent(op, s.c.SendBody(xid, op, body))
+}
+
+// sent handles the result of writing a request. Whether a write to a connection the server
+// has closed fails or the following read does is a race, so both are recorded the same way,
+// once: later reads on a closed connection return nil without a record.
+func (s *Session) sent(op wire.Op, err error) {
+	switch {
+	case !s.open:
+		s.sc.T.Add("%s < closed by server", s.Label)
+	case err == nil:
+	case IsClosed(err):
+		s.open = false
+		s.sc.T.Add("%s < closed by server", s.Label)
+	default:
 		s.sc.Fatalf("%s: send %v: %v", s.Label, op, err)
 	}
 }
@@ -271,9 +283,7 @@ func (s *Session) SendBody(xid int32, op wire.Op, body []byte, desc string) {
 // WriteRaw writes bytes as is and records desc.
 func (s *Session) WriteRaw(b []byte, desc string) {
 	s.sc.T.Add("%s > raw %s", s.Label, desc)
-	if err := s.c.WriteRaw(b); err != nil {
-		s.sc.Fatalf("%s: write: %v", s.Label, err)
-	}
+	s.sent(wire.OpError, s.c.WriteRaw(b))
 }
 
 // Call sends a request with the next xid and reads frames until its reply, recording all
@@ -308,6 +318,9 @@ func (s *Session) Read() *Frame {
 // ReadWithin is Read with a longer wait, for events that come from timers (container
 // reaping, TTL expiry).
 func (s *Session) ReadWithin(timeout time.Duration) *Frame {
+	if !s.open {
+		return nil
+	}
 	f, err := s.c.ReadFrame(timeout)
 	if err != nil {
 		if IsClosed(err) {

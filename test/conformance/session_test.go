@@ -86,7 +86,7 @@ func scenarioConnect(sc *Scenario) {
 	bad[0] ^= 0xff
 	w := sc.Connect("wrongpw", ConnectOptions{SessionID: s8.ID, Password: bad, ReadOnlyByte: true})
 	w.ExpectClosed()
-	s8.ExpectClosed()
+	s8.Barrier()
 	s8.Reconnect(ConnectOptions{})
 	s8.Close()
 	sc.Note("an unknown session: the same answer")

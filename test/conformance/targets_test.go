@@ -62,18 +62,7 @@ func configurePaddockDefaults(c *server.Config) {
 // returns its client address; it is stopped when tb ends.
 func startPaddock(tb testing.TB, configure func(*server.Config)) string {
 	tb.Helper()
-	return paddockStarter(tb, configure)
-}
-
-// paddockStarter is testutil.StartPaddock. That helper is not written yet, so until it is,
-// CONFORMANCE_SUBJECT=paddock fails here; when it lands this becomes
-//
-//	var paddockStarter = testutil.StartPaddock
-var paddockStarter = func(tb testing.TB, configure func(*server.Config)) string {
-	tb.Helper()
-	tb.Fatal("conformance: testutil.StartPaddock does not exist yet; " +
-		"run with CONFORMANCE_SUBJECT=zookeeper (the default) or -subject host:port")
-	return ""
+	return testutil.StartPaddock(tb, configure)
 }
 
 // A target is a server the suite runs scenarios against.
