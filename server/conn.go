@@ -35,7 +35,6 @@ type conn struct {
 
 	sessionID atomic.Int64 // set once by the handshake
 	draining  atomic.Bool  // reading has stopped; close once the queued replies are out
-	word      atomic.Bool  // the connection asked for a four-letter word: not a client
 	timeout   atomic.Int32 // negotiated session timeout, ms
 	// ids are the connection's identities (ip, digest, super); replaced, never mutated.
 	ids atomic.Pointer[[]wire.Identity]
@@ -122,7 +121,6 @@ func (c *conn) serve() {
 }
 
 func (c *conn) serveFourLetterWord(word string) {
-	c.word.Store(true)
 	c.stats.PacketReceived()
 	var b writerBuffer
 	if err := c.s.admin.Serve(&b, word); err != nil {

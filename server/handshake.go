@@ -39,12 +39,13 @@ func (c *conn) handshake(body []byte) bool {
 			return false
 		}
 		resp.SessionID, resp.Password = id, password
-	case s.resumeSession(req.SessionID, req.Password):
+	case s.resumeSession(c, req.SessionID, req.Password):
 		resp.SessionID, resp.Password = req.SessionID, req.Password
 	default:
 		s.logger.Debug("session expired or unknown", "session_id", hexID(req.SessionID))
 		expired := wire.ConnectResponse{Password: make([]byte, wire.PasswordLen), HasReadOnly: req.HasReadOnly}
 		c.send(expired.Encode)
+		c.draining.Store(true)
 		c.closeAfterFlush()
 		return false
 	}
@@ -84,9 +85,19 @@ func (s *Server) createSession(ctx context.Context, timeout int32) (int64, []byt
 	}
 }
 
-// resumeSession reports whether a client may resume session id with password: the session
-// exists, has not expired, and the password matches.
-func (s *Server) resumeSession(id int64, password []byte) bool {
+// resumeSession reports whether c may resume session id with password: the session
+// exists, has not expired, and the password matches. Like ZooKeeper, it first closes the
+// session's current connection, before looking at the password.
+func (s *Server) resumeSession(c *conn, id int64, password []byte) bool {
+	s.mu.Lock()
+	old := s.sessionConns[id]
+	if old != nil {
+		delete(s.sessionConns, id)
+	}
+	s.mu.Unlock()
+	if old != nil && old != c {
+		old.close()
+	}
 	s.treeMu.RLock()
 	sess := s.tree.Session(id)
 	s.treeMu.RUnlock()

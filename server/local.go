@@ -14,8 +14,11 @@ import (
 func (c *conn) execLocal(r *request) {
 	s := c.s
 	zxid := s.tree.LastZxid()
-	if r.op == wire.OpAuth {
-		zxid = 0 // ZooKeeper answers auth with zxid 0
+	switch {
+	case r.op == wire.OpAuth || r.op == wire.OpSASL:
+		zxid = 0 // ZooKeeper answers auth and sasl with zxid 0
+	case r.err == wire.ErrUnimplemented:
+		zxid = -1 // and an unknown opcode with zxid -1, as it never reached the pipeline
 	}
 	code, body := r.err, wire.Record(nil)
 	if code == wire.OK {
@@ -23,7 +26,16 @@ func (c *conn) execLocal(r *request) {
 		body, err = c.read(r)
 		code = s.codeFor(err, r.op)
 	}
-	c.reply(r.xid, zxid, code, body)
+	if code == wire.ErrMarshallingError && r.op == wire.OpMultiRead {
+		// ZooKeeper follows a refused multiRead's error header with an empty result list.
+		c.send(func(e *wire.Encoder) {
+			h := wire.ReplyHeader{Xid: r.xid, Zxid: zxid, Err: code}
+			h.Encode(e)
+			(&wire.MultiResponse{}).Encode(e)
+		})
+	} else {
+		c.reply(r.xid, zxid, code, body)
+	}
 	c.responded(r, zxid)
 	if r.close {
 		c.closeAfterFlush()
@@ -36,6 +48,9 @@ func (c *conn) read(r *request) (wire.Record, error) {
 	switch r.op {
 	case wire.OpPing, wire.OpAuth:
 		return nil, nil
+	case wire.OpSASL:
+		// Without SASL configured ZooKeeper answers with an empty (null) token and goes on.
+		return &wire.SASLRequest{}, nil
 	case wire.OpSync:
 		return &wire.PathRecord{Path: r.rec.(*wire.PathRecord).Path}, nil
 	case wire.OpExists:
@@ -93,12 +108,15 @@ func (c *conn) read(r *request) (wire.Record, error) {
 		switch wire.AddWatchMode(req.Type) {
 		case wire.AddWatchPersistent, wire.AddWatchPersistentRecursive:
 		default:
-			return nil, datatree.ErrBadArguments
+			return nil, wire.ErrMarshallingError // AddWatchMode.fromZooDef throws
 		}
 		s.watches.AddWatch(req.Path, c, wire.AddWatchMode(req.Type) == wire.AddWatchPersistentRecursive)
 		return &wire.IntResponse{}, nil
 	case wire.OpCheckWatches, wire.OpRemoveWatches:
 		req := r.rec.(*wire.PathTypeRequest)
+		if !watch.ValidType(wire.WatcherType(req.Type)) {
+			return nil, wire.ErrMarshallingError // WatcherType.fromInt throws
+		}
 		found := false
 		if r.op == wire.OpCheckWatches {
 			found = s.watches.Has(req.Path, c, wire.WatcherType(req.Type))

@@ -41,23 +41,16 @@ func (c *conn) dispatch(body []byte) bool {
 	}
 	r := &request{xid: h.Xid, op: h.Op, start: now}
 	s.outstanding.Add(1)
-	rec, known := wire.NewRequest(h.Op)
+	r.rec, r.err = decodeRequest(h.Op, d)
+	r.write = h.Op.IsWrite()
 	switch {
-	case !known || h.Op == wire.OpSASL || h.Op == wire.OpReconfig:
-		// ZooKeeper answers an op it does not serve with Unimplemented and hangs up.
-		r.err, r.close = wire.ErrUnimplemented, true
-	default:
-		rec.Decode(d)
-		if d.Err() != nil || !multiKindOK(h.Op, rec) {
-			r.err = wire.ErrMarshallingError
-		}
-	}
-	r.rec = rec
-	if r.err == wire.OK && h.Op == wire.OpAuth && !c.authenticate(rec.(*wire.AuthPacket)) {
+	case r.err == wire.ErrUnimplemented:
+		// ZooKeeper answers an opcode it does not know with Unimplemented and hangs up.
+		r.close, r.write = true, false
+	case r.err == wire.OK && h.Op == wire.OpAuth && !c.authenticate(r.rec.(*wire.AuthPacket)):
 		r.err, r.close = wire.ErrAuthFailed, true
 	}
 	r.ids = c.identities()
-	r.write = r.err == wire.OK && h.Op.IsWrite()
 	if r.write {
 		return c.proposeWrite(r, sid)
 	}
@@ -77,24 +70,65 @@ func (c *conn) dispatch(body []byte) bool {
 	return !r.close
 }
 
-// multiKindOK rejects a multi that carries read ops and a multiRead that carries writes:
-// ZooKeeper refuses mixed kinds as a marshalling error.
-func multiKindOK(op wire.Op, rec wire.Record) bool {
-	m, ok := rec.(*wire.MultiRequest)
-	if !ok {
-		return true
+// decodeRequest decodes the body of a request of type op. It returns the error to
+// answer with instead of executing the request, as ZooKeeper would: Unimplemented for an
+// unknown opcode, MarshallingError for a malformed record or a multi that mixes reads and
+// writes, ReconfigDisabled for reconfig (dynamic reconfiguration is off), and
+// MarshallingError for a createSession sent as a request.
+func decodeRequest(op wire.Op, d *wire.Decoder) (wire.Record, wire.Code) {
+	switch op {
+	case wire.OpCreateSession:
+		return nil, wire.ErrMarshallingError
+	case wire.OpReconfig:
+		return nil, wire.ErrReconfigDisabled
 	}
-	for _, o := range m.Ops {
+	rec, known := wire.NewRequest(op)
+	if !known {
+		return nil, wire.ErrUnimplemented
+	}
+	rec.Decode(d)
+	if d.Err() != nil {
+		return nil, wire.ErrMarshallingError
+	}
+	if m, ok := rec.(*wire.MultiRequest); ok && !normalizeMulti(op, m) {
+		return nil, wire.ErrMarshallingError
+	}
+	return rec, wire.OK
+}
+
+// normalizeMulti checks that a multi holds only writes and a multiRead only reads, and
+// re-types the create ops of a multi by their flags, as ZooKeeper's MultiOperationRecord
+// does when it builds Op.create: the container flag makes a createContainer (whose result
+// is a create2), other flags a plain create (a create2 op reports a create result), and TTL
+// flags outside createTTL make the whole multi malformed.
+func normalizeMulti(op wire.Op, m *wire.MultiRequest) bool {
+	for i, o := range m.Ops {
 		read := o.Op == wire.OpGetChildren || o.Op == wire.OpGetData
 		if read != (op == wire.OpMultiRead) {
 			return false
+		}
+		switch o.Op {
+		case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer:
+			switch flags := o.Req.(*wire.CreateRequest).Flags; {
+			case flags == wire.FlagContainer:
+				m.Ops[i].Op = wire.OpCreateContainer
+			case flags < wire.FlagPersistent || flags > wire.FlagContainer:
+				return false
+			default:
+				m.Ops[i].Op = wire.OpCreate
+			}
 		}
 	}
 	return true
 }
 
+// proposeWrite queues a write behind the connection's earlier requests and proposes it.
+// A write refused at decoding is logged as an error txn: it still consumes a zxid.
 func (c *conn) proposeWrite(r *request, sid int64) bool {
 	x := &txn.Txn{Session: sid, Cxid: r.xid, Op: r.op, Ids: r.ids, Req: r.rec}
+	if r.err != wire.OK {
+		x.Op, x.Req = wire.OpError, &txn.ErrorTxn{Code: int32(r.err)}
+	}
 	if r.op == wire.OpCloseSession {
 		c.draining.Store(true)
 	}

@@ -170,12 +170,13 @@ func (s *Server) startAdmin() error {
 	acfg.FourLetterWords = s.cfg.FourLetterWords
 	acfg.Started = time.Now()
 	acfg.Server = admin.ServerConf{
-		ClientPort:        s.ln.Addr().(*net.TCPAddr).Port,
-		DataDir:           s.cfg.DataDir,
-		DataLogDir:        s.cfg.DataLogDir,
-		TickTime:          s.cfg.TickTime,
-		MaxClientCnxns:    s.cfg.MaxClientCnxns,
-		ServerID:          s.cfg.ServerID,
+		ClientPort:     s.ln.Addr().(*net.TCPAddr).Port,
+		DataDir:        s.cfg.DataDir,
+		DataLogDir:     s.cfg.DataLogDir,
+		TickTime:       s.cfg.TickTime,
+		MaxClientCnxns: s.cfg.MaxClientCnxns,
+		ServerID:       0, // ZooKeeper's conf shows 0 for a standalone server
+
 		MinSessionTimeout: first(s.cfg.SessionTimeoutBounds()),
 		MaxSessionTimeout: second(s.cfg.SessionTimeoutBounds()),
 	}

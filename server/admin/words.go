@@ -225,6 +225,7 @@ func (a *Admin) monitor() object {
 		{"ephemerals_count", st.Ephemerals},
 		{"approximate_data_size", st.DataSize},
 		{"global_sessions", st.Sessions},
+		{"local_sessions", 0}, // local sessions (localSessionsEnabled) do not exist in paddock
 	}
 	if open, limit, ok := fileDescriptors(); ok {
 		o = append(o, field{"open_file_descriptor_count", open}, field{"max_file_descriptor_count", limit})

@@ -55,11 +55,12 @@ func New() *Tree {
 	}
 	t.insert(RootPath, &Node{Data: []byte{}, ACL: wire.OpenACLUnsafe})
 	for _, p := range []string{ProcPath, QuotaPath, ConfigPath} {
-		acl := wire.OpenACLUnsafe
+		n := &Node{Data: []byte{}, ACL: wire.OpenACLUnsafe}
 		if p == ConfigPath {
-			acl = wire.ReadACLUnsafe
+			// ZooKeeper creates /zookeeper/config with aversion -1 and a READ-only ACL.
+			n.ACL, n.Aversion = wire.ReadACLUnsafe, -1
 		}
-		t.insert(p, &Node{Data: []byte{}, ACL: acl})
+		t.insert(p, n)
 		parent, name := splitPath(p)
 		t.nodes[parent].addChild(name)
 	}
@@ -111,8 +112,14 @@ func (t *Tree) remove(path string, n *Node) {
 	}
 }
 
-// Get returns the node at path, or nil.
-func (t *Tree) Get(path string) *Node { return t.nodes[path] }
+// Get returns the node at path, or nil. The empty path names the root, as in
+// ZooKeeper's DataTree (which keys the root by "").
+func (t *Tree) Get(path string) *Node {
+	if path == "" {
+		path = RootPath
+	}
+	return t.nodes[path]
+}
 
 // LastZxid returns the zxid of the last txn applied.
 func (t *Tree) LastZxid() int64 { return t.lastZxid }

@@ -74,6 +74,8 @@ func Apply(t *datatree.Tree, x *Txn, opt Options) Result {
 		a.closeSession(x.Session)
 	case wire.OpDeleteContainer:
 		res.Err = a.deleteContainer(x.Req.(*wire.PathRecord).Path)
+	case wire.OpError:
+		res.Err = wire.Code(x.Req.(*ErrorTxn).Code)
 	default:
 		r := a.op(x.Op, x.Req)
 		res = Result{Err: r.Err, Path: r.Path, Stat: r.Stat}

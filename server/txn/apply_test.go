@@ -130,6 +130,8 @@ func TestCreateErrors(t *testing.T) {
 		{"ttl without ttl", wire.OpCreate, &wire.CreateRequest{Path: "/b", ACL: wire.OpenACLUnsafe, Flags: 5}, datatree.ErrBadArguments},
 		{"ttl zero", wire.OpCreateTTL, &wire.CreateTTLRequest{CreateRequest: wire.CreateRequest{Path: "/b", ACL: wire.OpenACLUnsafe, Flags: 5}}, datatree.ErrBadArguments},
 		{"ttl on persistent", wire.OpCreateTTL, &wire.CreateTTLRequest{CreateRequest: wire.CreateRequest{Path: "/b", ACL: wire.OpenACLUnsafe}, TTL: 5}, datatree.ErrBadArguments},
+		{"createTTL, persistent, no ttl", wire.OpCreateTTL, &wire.CreateTTLRequest{CreateRequest: wire.CreateRequest{Path: "/b", ACL: wire.OpenACLUnsafe}, TTL: -1}, datatree.ErrBadArguments},
+		{"container flag on create2 is persistent", wire.OpCreate2, &wire.CreateRequest{Path: "/e", ACL: wire.OpenACLUnsafe, Flags: wire.FlagContainer}, datatree.ErrNodeExists},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,7 +207,7 @@ func TestMultiAtomic(t *testing.T) {
 	}
 	r = f.do(sess, wire.OpMulti, &wire.MultiRequest{Ops: []wire.MultiOp{
 		{Op: wire.OpCreate, Req: &wire.CreateRequest{Path: "/m/s-", ACL: wire.OpenACLUnsafe, Flags: wire.FlagPersistentSequential}},
-		{Op: wire.OpCreate, Req: &wire.CreateRequest{Path: "/m/c", ACL: wire.OpenACLUnsafe, Flags: wire.FlagContainer}},
+		{Op: wire.OpCreateContainer, Req: &wire.CreateRequest{Path: "/m/c", ACL: wire.OpenACLUnsafe, Flags: wire.FlagContainer}},
 		{Op: wire.OpSetData, Req: &wire.SetDataRequest{Path: "/m", Data: []byte("x"), Version: 0}},
 		{Op: wire.OpCheck, Req: &wire.PathVersionRequest{Path: "/m", Version: 1}},
 	}})
@@ -213,7 +215,7 @@ func TestMultiAtomic(t *testing.T) {
 		t.Fatalf("multi results %+v", r.Multi)
 	}
 	if f.tree.Get("/m/c").Kind() != datatree.Container || len(r.Events) != 5 {
-		t.Fatalf("container flag in multi: kind %v, events %v", f.tree.Get("/m/c").Kind(), r.Events)
+		t.Fatalf("createContainer in multi: kind %v, events %v", f.tree.Get("/m/c").Kind(), r.Events)
 	}
 }
 

@@ -44,10 +44,17 @@ func (a *applier) create(op wire.Op, r *wire.CreateRequest, ttl int64) OpResult 
 		res.Err = fmt.Errorf("%w: create flags %d", datatree.ErrBadArguments, r.Flags)
 		return res
 	}
-	// Only the createContainer opcode makes a container; a plain create with the
-	// container flag makes a persistent node, as the Java server does.
-	if mode.container && op != wire.OpCreateContainer {
-		mode.container = false
+	// The opcode, not the flag, makes a container: createContainer makes one whatever
+	// its flags (an ephemeral flag included), and create/create2 with the container flag
+	// make a persistent node, as PrepRequestProcessor's txn types do.
+	mode.container = op == wire.OpCreateContainer
+	if mode.container {
+		mode.ephemeral = false
+	}
+	if op == wire.OpCreateTTL && !mode.ttl {
+		// Apache ZooKeeper 3.8 dies on this one (createTTL, non-TTL flags, ttl < 0).
+		res.Err = fmt.Errorf("%w: createTTL with non-TTL flags %d", datatree.ErrBadArguments, r.Flags)
+		return res
 	}
 	if res.Err = a.checkTTL(mode, ttl); res.Err != nil {
 		return res

@@ -21,14 +21,7 @@ func (a *applier) multi(m *wire.MultiRequest) Result {
 	results := make([]OpResult, len(m.Ops))
 	a.tree.Begin()
 	for i, op := range m.Ops {
-		req := op.Req
-		kind := op.Op
-		// A create with the container flag inside a multi runs as createContainer and
-		// reports a create2 result (ZOOKEEPER-4026).
-		if c, ok := req.(*wire.CreateRequest); ok && kind == wire.OpCreate && c.Flags == wire.FlagContainer {
-			kind = wire.OpCreateContainer
-		}
-		results[i] = a.op(kind, req)
+		results[i] = a.op(op.Op, op.Req)
 		if results[i].Err != nil {
 			a.tree.Rollback()
 			a.events = nil

@@ -23,7 +23,8 @@ type Txn struct {
 	// Ids are the requester's identities at proposal time, for ACL checks and "auth" ACLs.
 	Ids []wire.Identity
 	// Req is the request record: a wire request for client ops, *CreateSession for
-	// OpCreateSession, wire.Empty for OpCloseSession, *wire.PathRecord for OpDeleteContainer.
+	// OpCreateSession, wire.Empty for OpCloseSession, *wire.PathRecord for OpDeleteContainer,
+	// *ErrorTxn for OpError.
 	Req wire.Record
 }
 
@@ -36,6 +37,16 @@ type CreateSession struct {
 
 func (c *CreateSession) Encode(e *wire.Encoder) { e.Int(c.Timeout); e.Buffer(c.Password) }
 func (c *CreateSession) Decode(d *wire.Decoder) { c.Timeout = d.Int(); c.Password = d.Buffer() }
+
+// ErrorTxn is the body of an OpError txn: a client write refused before it could be
+// applied (a malformed record, an op the server refuses). It is logged anyway so that,
+// as in ZooKeeper, every write consumes a zxid. Code is the ZooKeeper error code.
+type ErrorTxn struct {
+	Code int32
+}
+
+func (e *ErrorTxn) Encode(enc *wire.Encoder) { enc.Int(e.Code) }
+func (e *ErrorTxn) Decode(d *wire.Decoder)   { e.Code = d.Int() }
 
 // ErrBadTxn is returned when a logged txn cannot be decoded.
 var ErrBadTxn = errors.New("txn: malformed txn")
@@ -71,8 +82,8 @@ func Decode(b []byte) (*Txn, error) {
 	switch x.Op {
 	case wire.OpCreateSession:
 		x.Req = &CreateSession{}
-	case wire.OpDeleteContainer:
-		x.Req = &wire.PathRecord{}
+	case wire.OpError:
+		x.Req = &ErrorTxn{}
 	default:
 		rec, ok := wire.NewRequest(x.Op)
 		if !ok || !x.Op.IsWrite() {

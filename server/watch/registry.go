@@ -172,24 +172,34 @@ func parentOf(p string) string {
 	return p[:i]
 }
 
-// selector picks registrations for checkWatches/removeWatches by WatcherType.
+// allModes selects every registration of a watcher on a path in a table.
+const allModes = Standard | Persistent | Recursive
+
+// selector picks registrations for checkWatches/removeWatches by WatcherType, as
+// ZooKeeper 3.8 does: Children is the child table and Data the data table, whatever the
+// mode (so removing Data strips a persistent watch of its data half), Any is both.
+// Persistent and PersistentRecursive arrived in 3.9; 3.8 refuses them.
 func selector(typ wire.WatcherType) (tables []Table, m Mode, ok bool) {
 	switch typ {
 	case wire.WatcherChildren:
-		return []Table{Child}, Standard, true
+		return []Table{Child}, allModes, true
 	case wire.WatcherData:
-		return []Table{Data}, Standard, true
+		return []Table{Data}, allModes, true
 	case wire.WatcherAny:
-		return []Table{Data, Child}, Standard | Persistent | Recursive, true
-	case wire.WatcherPersistent:
-		return []Table{Data, Child}, Persistent, true
-	case wire.WatcherPersistentRecursive:
-		return []Table{Data}, Recursive, true
+		return []Table{Data, Child}, allModes, true
 	}
 	return nil, 0, false
 }
 
-// Has reports whether w holds a watch of the given type on path (checkWatches).
+// ValidType reports whether typ is a watcher type checkWatches/removeWatches accept.
+func ValidType(typ wire.WatcherType) bool {
+	_, _, ok := selector(typ)
+	return ok
+}
+
+// Has reports whether w holds a watch of the given type on path (checkWatches). As in
+// ZooKeeper 3.8, which keeps a recursive watch in both tables, a recursive watch counts
+// for every type, on its own path and on every path below it.
 func (r *Registry[W]) Has(path string, w W, typ wire.WatcherType) bool {
 	tables, m, ok := selector(typ)
 	if !ok {
@@ -202,11 +212,21 @@ func (r *Registry[W]) Has(path string, w W, typ wire.WatcherType) bool {
 			return true
 		}
 	}
+	if r.tables[Data][path][w]&Recursive != 0 {
+		return true
+	}
+	for p := path; r.recursive > 0 && p != "/" && p != ""; {
+		p = parentOf(p)
+		if r.tables[Data][p][w]&Recursive != 0 {
+			return true
+		}
+	}
 	return false
 }
 
 // Remove drops w's watches of the given type on path and reports whether there were any
-// (removeWatches).
+// (removeWatches). Removing the Children type of a recursive watch finds it but leaves it
+// in place: ZooKeeper 3.8 drops only its child-table half, which never fires anyway.
 func (r *Registry[W]) Remove(path string, w W, typ wire.WatcherType) bool {
 	tables, m, ok := selector(typ)
 	if !ok {
@@ -221,6 +241,9 @@ func (r *Registry[W]) Remove(path string, w W, typ wire.WatcherType) bool {
 			r.dropLocked(t, path, w, m)
 		}
 	}
+	if typ == wire.WatcherChildren && r.tables[Data][path][w]&Recursive != 0 {
+		found = true
+	}
 	return found
 }
 
@@ -234,7 +257,7 @@ func (r *Registry[W]) RemoveWatcher(w W) {
 	}
 	for t := range idx {
 		for path := range idx[t] {
-			r.dropLocked(Table(t), path, w, Standard|Persistent|Recursive)
+			r.dropLocked(Table(t), path, w, allModes)
 		}
 	}
 	delete(r.byWatcher, w)

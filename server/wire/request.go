@@ -14,7 +14,7 @@ func NewRequest(op Op) (Record, bool) {
 		return &PathWatchRequest{}, true
 	case OpSetData:
 		return &SetDataRequest{}, true
-	case OpGetACL, OpSync, OpGetEphemerals, OpGetAllChildrenNumber:
+	case OpGetACL, OpSync, OpGetEphemerals, OpGetAllChildrenNumber, OpDeleteContainer:
 		return &PathRecord{}, true
 	case OpSetACL:
 		return &SetACLRequest{}, true
