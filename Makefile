@@ -26,6 +26,8 @@ build:
 ## in-process, Apache ZooKeeper from the Debian package) on free loopback ports.
 test: deps check build
 	$(GO) test -race -count=1 -timeout 25m ./...
+	@echo "conformance self-check: two Apache ZooKeepers must compare equal under the suite's normalisation"
+	CONFORMANCE_SUBJECT=zookeeper $(GO) test -count=1 -timeout 5m ./test/conformance/
 
 deps:
 	./test/deps.sh

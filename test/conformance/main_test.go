@@ -17,9 +17,8 @@ import (
 
 // How to run (from the module root):
 //
-//	go test ./test/conformance/                        reference: Apache ZooKeeper, subject: CONFORMANCE_SUBJECT
-//	CONFORMANCE_SUBJECT=zookeeper go test ./test/conformance/   self-check: two Apache ZooKeepers (the default for now)
-//	CONFORMANCE_SUBJECT=paddock go test ./test/conformance/     paddock in-process as the subject
+//	go test ./test/conformance/                        reference: Apache ZooKeeper, subject: paddock in-process
+//	CONFORMANCE_SUBJECT=zookeeper go test ./test/conformance/   self-check: two Apache ZooKeepers must compare equal
 //	go test ./test/conformance/ -args -reference 127.0.0.1:2181 -subject 127.0.0.1:2182
 //	go test ./test/conformance/ -run 'TestConformance/multi' -v -args -transcripts /tmp/tr
 //
@@ -31,7 +30,7 @@ import (
 // transcript to DIR/<scenario>.<reference|subject>.txt.
 var (
 	flagReference   = flag.String("reference", envOr("CONFORMANCE_REFERENCE", "zookeeper"), "reference target: zookeeper or host:port")
-	flagSubject     = flag.String("subject", envOr("CONFORMANCE_SUBJECT", "zookeeper"), "subject target: zookeeper, paddock or host:port")
+	flagSubject     = flag.String("subject", envOr("CONFORMANCE_SUBJECT", "paddock"), "subject target: zookeeper, paddock or host:port")
 	flagTranscripts = flag.String("transcripts", os.Getenv("CONFORMANCE_TRANSCRIPTS"), "directory to write transcripts to")
 )
 
