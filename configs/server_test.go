@@ -1,0 +1,315 @@
+package configs
+
+import (
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddock/paddock/server"
+)
+
+func TestServerKeys(t *testing.T) {
+	want := []string{"client_addr", "data_dir", "data_log_dir", "server_id", "tick_time",
+		"min_session_timeout", "max_session_timeout", "max_client_cnxns", "max_buffer",
+		"max_outstanding", "super_digest", "extended_types", "skip_acl",
+		"container_check_interval", "container_max_per_minute", "four_letter_words",
+		"admin_addr", "snap_count", "prealloc_size", "force_sync"}
+	if got := serverSection.keys(); !slices.Equal(got, want) {
+		t.Errorf("server keys =\n%q\nwant\n%q", got, want)
+	}
+}
+
+// Validate's messages must name the keys users write, or errors would point nowhere.
+// Every field is set to a value Validate rejects where it can, and every key it names
+// must be a key of the section.
+func TestValidateNamesSectionKeys(t *testing.T) {
+	cfg := server.DefaultConfig()
+	rv := reflect.ValueOf(&cfg).Elem()
+	for _, f := range serverSection.fields {
+		switch v := rv.Field(f.index); {
+		case v.Kind() == reflect.String:
+			v.SetString("bad value")
+		case v.CanInt():
+			v.SetInt(-1)
+		case v.Kind() == reflect.Slice:
+			v.Set(reflect.ValueOf([]string{"nope"}))
+		}
+	}
+	err := cfg.Validate()
+	if err == nil {
+		t.Fatal("Validate accepted every field set to a bad value")
+	}
+	named := 0
+	for line := range strings.SplitSeq(err.Error(), "\n") {
+		key, _, _ := strings.Cut(line, " = ")
+		if _, ok := serverSection.lookup(key); !ok {
+			t.Errorf("Validate names %q, which is no server key: %s", key, line)
+		}
+		named++
+	}
+	if named < 10 {
+		t.Errorf("Validate named only %d keys:\n%v", named, err)
+	}
+}
+
+func TestSnakeCase(t *testing.T) {
+	for in, want := range map[string]string{
+		"ClientAddr":            "client_addr",
+		"ServerID":              "server_id",
+		"SkipACL":               "skip_acl",
+		"ACLCheck":              "acl_check",
+		"MaxClientCnxns":        "max_client_cnxns",
+		"ContainerMaxPerMinute": "container_max_per_minute",
+		"TTL":                   "ttl",
+		"Root":                  "root",
+		"HTTP2Addr":             "http2_addr",
+	} {
+		if got := snakeCase(in); got != want {
+			t.Errorf("snakeCase(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// The sample users copy must list every key, each with a comment, at its default.
+func TestSampleServerYAML(t *testing.T) {
+	clearPaddockEnv(t)
+	cfg, err := LoadServer(Options{File: "server.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := server.DefaultConfig(); !reflect.DeepEqual(cfg, want) {
+		t.Errorf("server.yaml loads as\n%+v\nwant the defaults\n%+v", cfg, want)
+	}
+	data, err := os.ReadFile("server.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	for _, key := range serverSection.keys() {
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "  "+key+":") })
+		switch {
+		case i < 0:
+			t.Errorf("server.yaml lacks server.%s", key)
+		case !strings.HasPrefix(lines[i-1], "  # "):
+			t.Errorf("server.yaml: server.%s has no comment above it", key)
+		}
+	}
+}
+
+func TestLoadServerDefaults(t *testing.T) {
+	clearPaddockEnv(t)
+	cfg, err := LoadServer(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := server.DefaultConfig(); !reflect.DeepEqual(cfg, want) {
+		t.Errorf("LoadServer() = %+v, want %+v", cfg, want)
+	}
+}
+
+func TestLoadServerYAML(t *testing.T) {
+	clearPaddockEnv(t)
+	file := writeFile(t, "paddock.yaml", `
+server:
+  client_addr: 127.0.0.1:2281
+  data_dir: /var/lib/paddock
+  data_log_dir: /fast/paddock
+  server_id: 7
+  tick_time: 500ms
+  min_session_timeout: 1s
+  max_session_timeout: 30s
+  max_client_cnxns: 0
+  max_buffer: 4194304
+  max_outstanding: 5000
+  super_digest: "super:D/InIHSb7yEEbrWz8b9l71RjZJU="
+  extended_types: true
+  skip_acl: true
+  container_check_interval: 10s
+  container_max_per_minute: 100
+  four_letter_words: [ruok, srvr, mntr]
+  admin_addr: ""
+  snap_count: 1000
+  force_sync: true
+`)
+	cfg, err := LoadServer(Options{File: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := server.Config{
+		ClientAddr: "127.0.0.1:2281", DataDir: "/var/lib/paddock", DataLogDir: "/fast/paddock",
+		ServerID: 7, TickTime: 500 * time.Millisecond, MinSessionTimeout: time.Second,
+		MaxSessionTimeout: 30 * time.Second, MaxClientCnxns: 0, MaxBuffer: 4 << 20,
+		MaxOutstanding: 5000, SuperDigest: "super:D/InIHSb7yEEbrWz8b9l71RjZJU=",
+		ExtendedTypes: true, SkipACL: true, ContainerCheckInterval: 10 * time.Second,
+		ContainerMaxPerMinute: 100, FourLetterWords: []string{"ruok", "srvr", "mntr"},
+		AdminAddr: "", SnapCount: 1000, ForceSync: true,
+	}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Errorf("LoadServer =\n%+v\nwant\n%+v", cfg, want)
+	}
+}
+
+func TestLoadServerPrecedence(t *testing.T) {
+	file := writeFile(t, "paddock.yaml", "server:\n  client_addr: file:1\n  data_dir: file-dir\n")
+	tests := []struct {
+		name      string
+		file      string
+		env       string
+		flags     []string
+		wantAddr  string
+		wantDir   string
+		wantAdmin string
+	}{
+		{"defaults", "", "", nil, ":2181", "data", "127.0.0.1:8081"},
+		{"file over defaults", file, "", nil, "file:1", "file-dir", "127.0.0.1:8081"},
+		{"env over file", file, "env:2", nil, "env:2", "file-dir", "127.0.0.1:8081"},
+		{"flag over env", file, "env:2", []string{"--client-addr=flag:3"}, "flag:3", "file-dir", "127.0.0.1:8081"},
+		{"unset flag keeps file", file, "", []string{"--admin-addr="}, "file:1", "file-dir", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clearPaddockEnv(t)
+			if tt.env != "" {
+				t.Setenv("PADDOCK_SERVER_CLIENT_ADDR", tt.env)
+			}
+			cfg, err := LoadServer(Options{File: tt.file, Flags: serverFlags(t, tt.flags...)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.ClientAddr != tt.wantAddr || cfg.DataDir != tt.wantDir || cfg.AdminAddr != tt.wantAdmin {
+				t.Errorf("client_addr, data_dir, admin_addr = %q, %q, %q; want %q, %q, %q",
+					cfg.ClientAddr, cfg.DataDir, cfg.AdminAddr, tt.wantAddr, tt.wantDir, tt.wantAdmin)
+			}
+		})
+	}
+}
+
+func TestLoadServerEnvTypes(t *testing.T) {
+	clearPaddockEnv(t)
+	t.Setenv("PADDOCK_SERVER_ADMIN_ADDR", "") // empty disables the admin server
+	t.Setenv("PADDOCK_SERVER_FOUR_LETTER_WORDS", "ruok, srvr,,stat")
+	t.Setenv("PADDOCK_SERVER_TICK_TIME", "250ms")
+	t.Setenv("PADDOCK_SERVER_MAX_BUFFER", "2048")
+	t.Setenv("PADDOCK_SERVER_SKIP_ACL", "TRUE")
+	cfg, err := LoadServer(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.AdminAddr != "" || !slices.Equal(cfg.FourLetterWords, []string{"ruok", "srvr", "stat"}) ||
+		cfg.TickTime != 250*time.Millisecond || cfg.MaxBuffer != 2048 || !cfg.SkipACL {
+		t.Errorf("LoadServer = %+v", cfg)
+	}
+}
+
+func TestLoadServerErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		yaml  string // written to a file when not empty
+		env   map[string]string
+		flags []string
+		want  []string // parts of the error; FILE stands for the file's path
+	}{
+		{name: "typo key", yaml: "server:\n  tick_tim: 2s\n",
+			want: []string{"FILE: unknown key server.tick_tim; did you mean server.tick_time?"}},
+		{name: "typo section", yaml: "sever:\n  client_addr: :1\n",
+			want: []string{`unknown key sever.client_addr: no section "sever"`, "did you mean server.client_addr?"}},
+		{name: "every typo reported", yaml: "server:\n  tick_tim: 2s\n  dta_dir: x\n",
+			want: []string{"server.tick_tim", "server.dta_dir; did you mean server.data_dir?"}},
+		{name: "key without value", yaml: "server:\n  admin_addr:\n",
+			want: []string{"server.admin_addr has no value"}},
+		{name: "section not a mapping", yaml: "server: 5\n",
+			want: []string{"server = 5: want a mapping of server keys"}},
+		{name: "bad duration", yaml: "server:\n  tick_time: 2 seconds\n",
+			want: []string{`server.tick_time = "2 seconds": want a duration like 2s (from FILE)`}},
+		{name: "duration without unit", yaml: "server:\n  tick_time: 2000\n",
+			want: []string{`server.tick_time = 2000: want a duration like 2s`}},
+		{name: "bad integer", yaml: "server:\n  max_client_cnxns: lots\n",
+			want: []string{`server.max_client_cnxns = "lots": want an integer`}},
+		{name: "float integer", yaml: "server:\n  max_buffer: 1.5\n",
+			want: []string{`server.max_buffer = 1.5: want an integer`}},
+		{name: "yes is not a bool", yaml: "server:\n  force_sync: yes\n",
+			want: []string{`server.force_sync = "yes": want true or false`}},
+		{name: "list of numbers", yaml: "server:\n  four_letter_words: [1, 2]\n",
+			want: []string{`server.four_letter_words = [1 2]: want a list of strings`}},
+		{name: "validate names key and file", yaml: "server:\n  server_id: 300\n",
+			want: []string{"server.server_id = 300: must be in [1, 254] (from FILE)"}},
+		{name: "validate names env", env: map[string]string{"PADDOCK_SERVER_SNAP_COUNT": "1"},
+			want: []string{"server.snap_count = 1: must be >= 2 (from PADDOCK_SERVER_SNAP_COUNT)"}},
+		{name: "validate names flag", flags: []string{"--client-addr", "nowhere"},
+			want: []string{"server.client_addr = nowhere: want host:port (from flag --client-addr)"}},
+		{name: "bad env value", env: map[string]string{"PADDOCK_SERVER_TICK_TIME": "soon"},
+			want: []string{`server.tick_time = "soon": want a duration like 2s (from PADDOCK_SERVER_TICK_TIME)`}},
+		{name: "unknown env", env: map[string]string{"PADDOCK_SERVER_TICKTIME": "2s"},
+			want: []string{"unknown environment variable PADDOCK_SERVER_TICKTIME", "did you mean PADDOCK_SERVER_TICK_TIME?"}},
+		{name: "env in lower case", env: map[string]string{"PADDOCK_SERVER_tick_time": "2s"},
+			want: []string{"unknown environment variable PADDOCK_SERVER_tick_time", "did you mean PADDOCK_SERVER_TICK_TIME?"}},
+		{name: "bad yaml", yaml: "server:\n  tick_time: [\n",
+			want: []string{"read FILE"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clearPaddockEnv(t)
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			var file string
+			if tt.yaml != "" {
+				file = writeFile(t, "paddock.yaml", tt.yaml)
+			}
+			_, err := LoadServer(Options{File: file, Flags: serverFlags(t, tt.flags...)})
+			var want []string
+			for _, w := range tt.want {
+				want = append(want, strings.ReplaceAll(w, "FILE", file))
+			}
+			wantErr(t, err, want...)
+		})
+	}
+}
+
+func TestLoadServerOtherEnvIgnored(t *testing.T) {
+	clearPaddockEnv(t)
+	t.Setenv("PADDOCK_WORKER_SLOTS", "4") // a section this paddock does not have yet
+	if _, err := LoadServer(Options{}); err != nil {
+		t.Errorf("LoadServer: %v, want PADDOCK_ variables of unknown sections left alone", err)
+	}
+}
+
+func TestLoadServerMissingFile(t *testing.T) {
+	clearPaddockEnv(t)
+	_, err := LoadServer(Options{File: "/nonexistent/paddock.yaml"})
+	wantErr(t, err, "/nonexistent/paddock.yaml")
+}
+
+func TestLoadServerWarnings(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       []string // parts of the log; none means no warning at all
+	}{
+		{"force_sync off", "server:\n  force_sync: false\n",
+			[]string{"level=WARN", "acknowledged writes can be lost on a crash", "key=server.force_sync", "from=FILE"}},
+		{"zookeeper-only word", "server:\n  four_letter_words: [srvr, gtmk]\n",
+			[]string{"level=WARN", "word=gtmk"}},
+		{"defaults", "server:\n", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clearPaddockEnv(t)
+			logger, buf := logBuffer(t)
+			file := writeFile(t, "paddock.yaml", tt.yaml)
+			if _, err := LoadServer(Options{File: file, Logger: logger}); err != nil {
+				t.Fatal(err)
+			}
+			if len(tt.want) == 0 && buf.Len() > 0 {
+				t.Errorf("log = %s, want nothing", buf)
+			}
+			for _, w := range tt.want {
+				if w = strings.ReplaceAll(w, "FILE", file); !strings.Contains(buf.String(), w) {
+					t.Errorf("log = %s, want it to contain %q", buf, w)
+				}
+			}
+		})
+	}
+}

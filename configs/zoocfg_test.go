@@ -1,0 +1,466 @@
+package configs
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddock/paddock/server"
+)
+
+// zkDefaults is what a zoo.cfg gives for the keys it leaves out where ZooKeeper's
+// defaults differ from paddock's: tickTime 3000 and the AdminServer on 0.0.0.0:8080.
+func zkDefaults() server.Config {
+	cfg := server.DefaultConfig()
+	cfg.TickTime = 3 * time.Second
+	cfg.AdminAddr = "0.0.0.0:8080"
+	return cfg
+}
+
+// loadZooCfg writes content as zoo.cfg (DIR in it stands for a fresh data directory,
+// which gets a myid file when myid is not empty) and loads it.
+func loadZooCfg(t *testing.T, content, myid string, flags ...string) (server.Config, string, error) {
+	t.Helper()
+	clearPaddockEnv(t)
+	dir := t.TempDir()
+	if myid != "" {
+		if err := os.WriteFile(filepath.Join(dir, "myid"), []byte(myid), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := writeFile(t, "zoo.cfg", strings.ReplaceAll(content, "DIR", dir))
+	logger, buf := logBuffer(t)
+	cfg, err := LoadServer(Options{ZooCfg: path, Flags: serverFlags(t, flags...), Logger: logger})
+	if err != nil {
+		err = &pathError{err: err, path: path, dir: dir}
+	}
+	return cfg, buf.String(), err
+}
+
+// pathError lets expected messages write FILE and DIR for the test's temporary paths.
+type pathError struct {
+	err       error
+	path, dir string
+}
+
+func (e *pathError) Error() string {
+	return strings.NewReplacer(e.path, "FILE", e.dir, "DIR").Replace(e.err.Error())
+}
+
+// warnedKeys returns the keys of "zoo.cfg key ignored" warnings in a log.
+func warnedKeys(log string) []string {
+	var keys []string
+	for line := range strings.SplitSeq(log, "\n") {
+		if !strings.Contains(line, `msg="zoo.cfg key ignored"`) {
+			continue
+		}
+		_, rest, _ := strings.Cut(line, " key=")
+		key, _, _ := strings.Cut(rest, " ")
+		keys = append(keys, key)
+	}
+	return keys
+}
+
+// The Debian package's /etc/zookeeper/conf/zoo.cfg (zookeeper 3.8.0-11+deb12u2), as
+// shipped; it is Apache ZooKeeper's conf/zoo_sample.cfg.
+func TestZooCfgDebianSample(t *testing.T) {
+	paths := []string{"testdata/debian-zoo.cfg"}
+	for _, p := range []string{"/etc/zookeeper/conf/zoo.cfg", "/etc/zookeeper/conf_example/zoo.cfg"} {
+		if _, err := os.Stat(p); err == nil {
+			paths = append(paths, p) // the installed one too, where the package is
+		}
+	}
+	for _, path := range paths {
+		t.Run(path, func(t *testing.T) {
+			clearPaddockEnv(t)
+			logger, buf := logBuffer(t)
+			cfg, err := LoadServer(Options{ZooCfg: path, Logger: logger})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := zkDefaults()
+			want.TickTime = 2 * time.Second
+			want.DataDir = "/tmp/zookeeper"
+			want.ClientAddr = ":2181"
+			if !reflect.DeepEqual(cfg, want) {
+				t.Errorf("LoadServer =\n%+v\nwant\n%+v", cfg, want)
+			}
+			if got := warnedKeys(buf.String()); !slices.Equal(got, []string{"initLimit", "syncLimit"}) {
+				t.Errorf("warned about %q, want initLimit and syncLimit; log:\n%s", got, buf)
+			}
+		})
+	}
+}
+
+func TestZooCfg(t *testing.T) {
+	tests := []struct {
+		name   string
+		cfg    string
+		myid   string
+		flags  []string
+		want   func(*server.Config)
+		warned []string
+	}{
+		{
+			// go-zookeeper/zk's test harness (NewIntegrationTestServer) writes this, and a
+			// myid file next to the data.
+			name: "go-zookeeper harness",
+			cfg: "admin.enableServer=false\ndataDir=DIR\ntickTime=500\ninitLimit=10\nsyncLimit=5\n" +
+				"clientPort=12000\nreconfigEnabled=true\n4lw.commands.whitelist=*\n",
+			myid: "1\n",
+			want: func(c *server.Config) {
+				c.AdminAddr, c.TickTime, c.ClientAddr = "", 500*time.Millisecond, ":12000"
+				c.FourLetterWords = []string{"*"}
+			},
+			warned: []string{"initLimit", "syncLimit", "reconfigEnabled"},
+		},
+		{
+			name: "every mapped key",
+			cfg: `tickTime=1000
+dataDir=DIR
+dataLogDir=/logs
+clientPort=2281
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+minSessionTimeout=3000
+maxSessionTimeout=90000
+snapCount=5000
+preAllocSize=16384
+globalOutstandingLimit=2000
+4lw.commands.whitelist=ruok, mntr ,,stat
+admin.serverAddress=127.0.0.2
+admin.serverPort=9090
+admin.enableServer=true
+forceSync=yes
+skipACL=yes
+extendedTypesEnabled=TRUE
+jute.maxbuffer=0x400000
+DigestAuthenticationProvider.superDigest=super:D/InIHSb7yEEbrWz8b9l71RjZJU=
+znode.container.checkIntervalMs=5000
+znode.container.maxPerMinute=600
+`,
+			myid: "42",
+			want: func(c *server.Config) {
+				c.TickTime, c.DataLogDir, c.ClientAddr = time.Second, "/logs", "127.0.0.1:2281"
+				c.MaxClientCnxns, c.MinSessionTimeout, c.MaxSessionTimeout = 0, 3*time.Second, 90*time.Second
+				c.SnapCount, c.MaxOutstanding, c.PreAllocSize = 5000, 2000, 16<<20
+				c.FourLetterWords = []string{"ruok", "mntr", "stat", "srvr"}
+				c.AdminAddr, c.ForceSync, c.SkipACL, c.ExtendedTypes = "127.0.0.2:9090", true, true, true
+				c.MaxBuffer, c.SuperDigest = 4<<20, "super:D/InIHSb7yEEbrWz8b9l71RjZJU="
+				c.ContainerCheckInterval, c.ContainerMaxPerMinute = 5*time.Second, 600
+				c.ServerID = 42
+			},
+		},
+		{
+			name: "properties syntax",
+			cfg: "# comment\n! comment\ntickTime : 2000   \n  clientPort 2181\t\ndataDir=\\\n    DIR\n" +
+				"4lw.commands.whitelist=ruok,\\\n  stat\r\n",
+			want: func(c *server.Config) {
+				c.TickTime, c.ClientAddr = 2*time.Second, ":2181"
+				c.FourLetterWords = []string{"ruok", "stat", "srvr"}
+			},
+		},
+		{
+			name: "session timeouts -1 are the defaults",
+			cfg:  "dataDir=DIR\nclientPort=2181\nminSessionTimeout=-1\nmaxSessionTimeout=-1\n",
+		},
+		{
+			name: "last value of a repeated key wins",
+			cfg:  "dataDir=DIR\nclientPort=2181\ntickTime=abc\ntickTime=100\n",
+			want: func(c *server.Config) { c.TickTime, c.ClientAddr = 100*time.Millisecond, ":2181" },
+		},
+		{
+			name:   "single server line is standalone",
+			cfg:    "dataDir=DIR\nclientPort=2181\nserver.1=localhost:2888:3888\nstandaloneEnabled=false\n",
+			myid:   "1",
+			want:   func(c *server.Config) { c.ClientAddr = ":2181" },
+			warned: []string{"standaloneEnabled"},
+		},
+		{
+			name: "client address from the server line",
+			cfg:  "dataDir=DIR\nserver.3=[::1]:2888:3888:participant;[::1]:2182\n",
+			myid: "3",
+			want: func(c *server.Config) { c.ClientAddr, c.ServerID = "[::1]:2182", 3 },
+		},
+		{
+			name: "IPv6 client port address",
+			cfg:  "dataDir=DIR\nclientPort=2181\nclientPortAddress=[::1]\n",
+			want: func(c *server.Config) { c.ClientAddr = "[::1]:2181" },
+		},
+		{
+			name: "flags override zoo.cfg",
+			cfg:  "dataDir=DIR\nclientPort=2181\nadmin.enableServer=false\n",
+			flags: []string{"--client-addr=127.0.0.1:3000", "--admin-addr=127.0.0.1:3001",
+				"--data-dir=/elsewhere"},
+			want: func(c *server.Config) {
+				c.ClientAddr, c.AdminAddr, c.DataDir = "127.0.0.1:3000", "127.0.0.1:3001", "/elsewhere"
+			},
+		},
+		{
+			name: "ignored keys",
+			cfg: "dataDir=DIR\nclientPort=2181\nautopurge.snapRetainCount=3\nautopurge.purgeInterval=1\n" +
+				"metricsProvider.className=x.Y\nssl.keyStore.password=hunter2\n" +
+				"secureClientPort=2281\nserverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n" +
+				"admin.idleTimeout=30000\nlocalSessionsEnabled=true\nelectionAlg=3\nquorumListenOnAllIPs=false\n" +
+				"authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n",
+			want: func(c *server.Config) { c.ClientAddr = ":2181" },
+			warned: []string{"autopurge.snapRetainCount", "autopurge.purgeInterval",
+				"metricsProvider.className", "ssl.keyStore.password", "secureClientPort",
+				"serverCnxnFactory", "admin.idleTimeout", "localSessionsEnabled", "electionAlg",
+				"quorumListenOnAllIPs", "authProvider.1"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, log, err := loadZooCfg(t, tt.cfg, tt.myid, tt.flags...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := zkDefaults()
+			want.ClientAddr = ":2181"
+			if tt.want != nil {
+				tt.want(&want)
+			}
+			want.DataDir = cfg.DataDir // a temporary directory
+			if tt.name == "flags override zoo.cfg" {
+				want.DataDir = "/elsewhere"
+			}
+			if !reflect.DeepEqual(cfg, want) {
+				t.Errorf("LoadServer =\n%+v\nwant\n%+v", cfg, want)
+			}
+			if got := warnedKeys(log); !slices.Equal(got, tt.warned) {
+				t.Errorf("warned about %q, want %q; log:\n%s", got, tt.warned, log)
+			}
+			if strings.Contains(log, "hunter2") {
+				t.Errorf("the log shows an ignored key's value: %s", log)
+			}
+		})
+	}
+}
+
+// ZooKeeper resolves a relative dataDir, and so myid, against the working directory.
+func TestZooCfgRelativeDataDir(t *testing.T) {
+	clearPaddockEnv(t)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.Mkdir("zkdata", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join("zkdata", "myid"), []byte("5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := writeFile(t, "zoo.cfg", "dataDir=zkdata\nclientPort=2181\n")
+	cfg, err := LoadServer(Options{ZooCfg: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DataDir != "zkdata" || cfg.ServerID != 5 {
+		t.Errorf("data_dir, server_id = %q, %d; want zkdata, 5", cfg.DataDir, cfg.ServerID)
+	}
+}
+
+func TestZooCfgWarnings(t *testing.T) {
+	_, log, err := loadZooCfg(t, "dataDir=DIR\nclientPort=2181\nclientPort=2182\nforceSync=no\n"+
+		"4lw.commands.whitelist=ruok,hash\n", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`msg="zoo.cfg key repeated, the last value wins as in zookeeper" key=clientPort`,
+		`msg="force_sync is off: acknowledged writes can be lost on a crash" key=server.force_sync`,
+		"from=", "zoo.cfg", // where force_sync came from
+		`word=hash`,
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log = %s, want it to contain %q", log, want)
+		}
+	}
+}
+
+func TestZooCfgErrors(t *testing.T) {
+	base := "dataDir=DIR\nclientPort=2181\n"
+	tests := []struct {
+		name, cfg, myid string
+		want            []string // parts of the error; FILE is the zoo.cfg, DIR its data dir
+	}{
+		{"typo", base + "tickTim=2000\n", "",
+			[]string{`FILE:3: tickTim = "2000": unknown key`, "did you mean tickTime?"}},
+		{"case typo", base + "ticktime=2000\n", "",
+			[]string{`FILE:3: ticktime = "2000": unknown key`, "did you mean tickTime?"}},
+		{"no suggestion", base + "frobnicate=1\n", "",
+			[]string{`FILE:3: frobnicate = "1": unknown key: not a setting of ZooKeeper or paddock`}},
+		{"system property prefix", base + "zookeeper.snapCount=10\n", "",
+			[]string{`zookeeper.snapCount = "10": unknown key`, `no "zookeeper." prefix: did you mean snapCount?`}},
+		{"all problems at once", base + "tickTim=2000\nmaxClientCnxns=many\n", "",
+			[]string{"FILE:3: tickTim", `FILE:4: maxClientCnxns = "many": want an integer`}},
+		{"tickTime not a number", base + "tickTime=2s\n", "",
+			[]string{`FILE:3: tickTime = "2s": want milliseconds, an integer > 0`}},
+		{"tickTime zero", base + "tickTime=0\n", "",
+			[]string{`tickTime = "0": want milliseconds, an integer > 0`}},
+		{"port out of range", "dataDir=DIR\nclientPort=99999\n", "",
+			[]string{`FILE:2: clientPort = "99999": want a port number in [1, 65535]`}},
+		{"forceSync false", base + "forceSync=false\n", "",
+			[]string{`forceSync = "false": want yes or no`}},
+		{"skipACL upper case", base + "skipACL=YES\n", "",
+			[]string{`skipACL = "YES": want yes or no (lower case, as ZooKeeper compares it)`}},
+		{"extendedTypesEnabled yes", base + "extendedTypesEnabled=yes\n", "",
+			[]string{`extendedTypesEnabled = "yes": want true or false`}},
+		{"admin.enableServer no", base + "admin.enableServer=no\n", "",
+			[]string{`admin.enableServer = "no": want true or false`}},
+		{"session timeout zero", base + "minSessionTimeout=0\n", "",
+			[]string{`minSessionTimeout = "0": want milliseconds, an integer > 0, or -1 for the default`}},
+		{"min above max", base + "tickTime=2000\nminSessionTimeout=60000\n", "",
+			[]string{"server.min_session_timeout = 1m0s: must not exceed max_session_timeout (40s) (from minSessionTimeout in FILE)"}},
+		{"bad value of an ignored key", base + "initLimit=ten\n", "",
+			[]string{`FILE:3: initLimit = "ten": want an integer`}},
+		{"standaloneEnabled yes", base + "standaloneEnabled=yes\n", "",
+			[]string{`standaloneEnabled = "yes": want true or false`}},
+		{"jute.maxbuffer too small", base + "jute.maxbuffer=100\n", "",
+			[]string{"server.max_buffer = 100: must be at least 1024 bytes (from jute.maxbuffer in FILE)"}},
+		{"unknown four-letter word", base + "4lw.commands.whitelist=ruok,rouk\n", "",
+			[]string{"server.four_letter_words = rouk: known words", "(from 4lw.commands.whitelist in FILE)"}},
+		{"bad super digest", base + "DigestAuthenticationProvider.superDigest=super:secret\n", "",
+			[]string{"server.super_digest = super:secret", "(from DigestAuthenticationProvider.superDigest in FILE)"}},
+		{"no dataDir", "clientPort=2181\n", "",
+			[]string{"FILE: dataDir is not set"}},
+		{"no clientPort", "dataDir=DIR\n", "",
+			[]string{"FILE: clientPort is not set: want a port in [1, 65535]"}},
+		{"clientPortAddress alone", "dataDir=DIR\nclientPortAddress=127.0.0.1\n", "",
+			[]string{"FILE: clientPortAddress is set but clientPort is not set"}},
+		{"ensemble", base + "initLimit=10\nsyncLimit=5\nserver.1=zk1:2888:3888\nserver.2=zk2:2888:3888\n" +
+			"server.3=zk3:2888:3888\n", "1",
+			[]string{"FILE: lists 3 servers (server.1, server.2, server.3): a replicated ensemble is not supported yet",
+				"will not run a member of one standalone"}},
+		{"ensemble with an observer", base + "server.1=zk1:2888:3888\nserver.2=zk2:2888:3888:observer\n", "",
+			[]string{"lists 2 servers (server.1, server.2)"}},
+		{"server id not a number", base + "server.one=zk1:2888:3888\n", "",
+			[]string{`FILE:3: server.one = "zk1:2888:3888": want server.<id> with a numeric id`}},
+		{"server line without election port", base + "server.1=zk1:2888\n", "",
+			[]string{`server.1 = "zk1:2888": want host:peerPort:electionPort`}},
+		{"server line bad type", base + "server.1=zk1:2888:3888:leader\n", "",
+			[]string{`server.1 = "zk1:2888:3888:leader": want host:peerPort:electionPort[:participant|:observer]`}},
+		{"server line client port differs", base + "server.1=zk1:2888:3888;2182\n", "",
+			[]string{"FILE:3: server.1 has client port 2182 but clientPort is 2181"}},
+		{"Debian's placeholder myid", base, "replace this text with the cluster-unique zookeeper's instance id (1-255)\n",
+			[]string{`DIR/myid = "replace this text with the cluster-unique zookeeper's instance id (1-255)": want this server's id, a number`}},
+		{"myid out of range", base, "255\n",
+			[]string{"server.server_id = 255: must be in [1, 254] (from DIR/myid in FILE)"}},
+		{"preAllocSize too large", base + "preAllocSize=4194304\n", "",
+			[]string{"server.prealloc_size = 4294967296", "(from preAllocSize in FILE)"}},
+		{"preAllocSize not a number", base + "preAllocSize=64M\n", "",
+			[]string{`preAllocSize = "64M": want a size in KiB, an integer >= 0`}},
+		{"malformed escape", base + "dataLogDir=C:\\users\n", "",
+			[]string{`FILE: line 3: malformed \uxxxx escape`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := loadZooCfg(t, tt.cfg, tt.myid)
+			wantErr(t, err, tt.want...)
+		})
+	}
+}
+
+func TestZooCfgDynamicFile(t *testing.T) {
+	dynamic := writeFile(t, "zoo.cfg.dynamic", "server.1=zk1:2888:3888;2181\nserver.2=zk2:2888:3888;2181\n"+
+		"server.3=zk3:2888:3888;2181\nversion=100000000\n")
+	_, _, err := loadZooCfg(t, "dataDir=DIR\nreconfigEnabled=true\ndynamicConfigFile="+dynamic+"\n", "")
+	wantErr(t, err, "lists 3 servers (server.1, server.2, server.3)", "not supported yet")
+
+	single := writeFile(t, "zoo.cfg.dynamic", "server.1=zk1:2888:3888;0.0.0.0:2181\n")
+	cfg, _, err := loadZooCfg(t, "dataDir=DIR\ndynamicConfigFile="+single+"\n", "")
+	if err != nil || cfg.ClientAddr != "0.0.0.0:2181" {
+		t.Errorf("single-server dynamic file: client_addr = %q, err = %v; want 0.0.0.0:2181", cfg.ClientAddr, err)
+	}
+
+	bad := writeFile(t, "zoo.cfg.dynamic", "server.1=zk1:2888:3888;2181\ntickTime=2000\n")
+	_, _, err = loadZooCfg(t, "dataDir=DIR\ndynamicConfigFile="+bad+"\n", "")
+	wantErr(t, err, bad+`:2: tickTime = "2000": want only server.N, group.N, weight.N and version`)
+
+	_, _, err = loadZooCfg(t, "dataDir=DIR\nclientPort=2181\ndynamicConfigFile=/nonexistent/zoo.cfg.dynamic\n", "")
+	wantErr(t, err, "dynamicConfigFile", "/nonexistent/zoo.cfg.dynamic")
+}
+
+func TestZooCfgWithYAMLServerSection(t *testing.T) {
+	clearPaddockEnv(t)
+	yaml := writeFile(t, "paddock.yaml", "server:\n  tick_time: 1s\n")
+	zoo := writeFile(t, "zoo.cfg", "dataDir=/tmp/zk\nclientPort=2181\n")
+	_, err := LoadServer(Options{File: yaml, ZooCfg: zoo})
+	wantErr(t, err, "both "+yaml+" (its server section) and zoo.cfg "+zoo+" configure the server: use one")
+
+	// A file without a server section may go with a zoo.cfg.
+	empty := writeFile(t, "paddock.yaml", "# other sections only\n")
+	if _, err := LoadServer(Options{File: empty, ZooCfg: zoo}); err != nil {
+		t.Errorf("LoadServer: %v", err)
+	}
+}
+
+func TestZooCfgEnvOverrides(t *testing.T) {
+	clearPaddockEnv(t)
+	t.Setenv("PADDOCK_SERVER_TICK_TIME", "750ms")
+	zoo := writeFile(t, "zoo.cfg", "dataDir=/tmp/zk\nclientPort=2181\ntickTime=2000\n")
+	cfg, err := LoadServer(Options{ZooCfg: zoo})
+	if err != nil || cfg.TickTime != 750*time.Millisecond {
+		t.Errorf("tick_time = %v, err = %v; want the environment's 750ms over zoo.cfg's 2000", cfg.TickTime, err)
+	}
+}
+
+func TestZooCfgMissingFile(t *testing.T) {
+	clearPaddockEnv(t)
+	_, err := LoadServer(Options{ZooCfg: "/nonexistent/zoo.cfg"})
+	wantErr(t, err, "read zoo.cfg", "/nonexistent/zoo.cfg")
+}
+
+func TestJavaDecode(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int
+		ok   bool
+	}{
+		{"100", 100, true}, {"+100", 100, true}, {"-1", -1, true}, {"0", 0, true},
+		{"0xfffff", 0xfffff, true}, {"0XFF", 255, true}, {"#10", 16, true}, {"-0x10", -16, true},
+		{"010", 8, true}, // Integer.decode reads a leading 0 as octal
+		{"2147483647", 2147483647, true}, {"2147483648", 0, false},
+		{"", 0, false}, {"0x", 0, false}, {"1_000", 0, false}, {"--1", 0, false}, {"08", 0, false},
+		{"1e3", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := javaDecode(tt.in)
+		if (err == nil) != tt.ok || (tt.ok && got != tt.want) {
+			t.Errorf("javaDecode(%q) = %v, %v; want %d, ok %v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestParseServerLine(t *testing.T) {
+	tests := []struct {
+		in         string
+		clientHost string
+		clientPort int
+		ok         bool
+	}{
+		{"zk1:2888:3888", "", 0, true},
+		{"zk1:2888:3888:observer", "", 0, true},
+		{"zk1:2888:3888;2181", "", 2181, true},
+		{"zk1:2888:3888:participant;0.0.0.0:2181", "0.0.0.0", 2181, true},
+		{"[2001:db8::1]:2888:3888;[2001:db8::1]:2181", "2001:db8::1", 2181, true},
+		{"zk1:2888:3888|zk1b:2889:3889;2181", "", 2181, true},
+		{"zk1:2888", "", 0, false},
+		{"zk1:2888:3888:leader", "", 0, false},
+		{"zk1:2888:70000", "", 0, false},
+		{":2888:3888", "", 0, false},
+		{"zk1:2888:3888;", "", 0, false},
+		{"zk1:2888:3888;a:b:2181", "", 0, false},
+		{"[::1:2888:3888", "", 0, false},
+	}
+	for _, tt := range tests {
+		s, err := parseServerLine(tt.in)
+		if (err == nil) != tt.ok || s.clientHost != tt.clientHost || s.clientPort != tt.clientPort {
+			t.Errorf("parseServerLine(%q) = %+v, %v; want client %q:%d, ok %v",
+				tt.in, s, err, tt.clientHost, tt.clientPort, tt.ok)
+		}
+	}
+}

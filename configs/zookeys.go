@@ -1,0 +1,401 @@
+package configs
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// zooMapped lists the zoo.cfg keys paddock uses, each with how ZooKeeper reads its value.
+// Keys from QuorumPeerConfig.parseProperties are parsed with Integer.parseInt; the ones
+// ZooKeeper turns into system properties are read with Integer.getInteger, which also
+// takes hex (0xfffff); there, where ZooKeeper silently falls back to its default on a
+// malformed value, paddock stops instead.
+//
+// znode.container.* and jute.maxbuffer are plain JVM properties in ZooKeeper, so setting
+// them in zoo.cfg has no effect there; paddock honours them, which is what the user meant.
+var zooMapped = map[string]func(string) (any, error){
+	"tickTime":               positiveMillis(javaInt),
+	"dataDir":                nonEmpty("want a directory"),
+	"dataLogDir":             nonEmpty("want a directory"),
+	"clientPort":             port(javaInt),
+	"clientPortAddress":      host,
+	"maxClientCnxns":         javaInt,
+	"minSessionTimeout":      sessionTimeout,
+	"maxSessionTimeout":      sessionTimeout,
+	"snapCount":              javaDecode,
+	"preAllocSize":           kibibytes,
+	"globalOutstandingLimit": javaDecode,
+
+	"4lw.commands.whitelist": fourLetterWords,
+	"admin.enableServer":     oneOf("true", "false"),
+	"admin.serverAddress":    host,
+	"admin.serverPort":       port(javaDecode),
+
+	"forceSync":            oneOf("yes", "no"),
+	"skipACL":              oneOf("yes", "no"),
+	"extendedTypesEnabled": javaBool,
+	"jute.maxbuffer":       javaDecode,
+
+	"DigestAuthenticationProvider.superDigest": nonEmpty("want user:<base64 SHA-1 digest>"),
+	"znode.container.checkIntervalMs":          positiveMillis(javaDecode),
+	"znode.container.maxPerMinute":             javaDecode,
+
+	"dynamicConfigFile": nonEmpty("want a file name"),
+}
+
+// zooDirect maps zoo.cfg keys whose parsed value is a server key's value as is.
+var zooDirect = []struct{ zk, key string }{
+	{"tickTime", "tick_time"},
+	{"dataDir", "data_dir"},
+	{"dataLogDir", "data_log_dir"},
+	{"maxClientCnxns", "max_client_cnxns"},
+	{"minSessionTimeout", "min_session_timeout"},
+	{"maxSessionTimeout", "max_session_timeout"},
+	{"snapCount", "snap_count"},
+	{"preAllocSize", "prealloc_size"},
+	{"globalOutstandingLimit", "max_outstanding"},
+	{"4lw.commands.whitelist", "four_letter_words"},
+	{"forceSync", "force_sync"},
+	{"skipACL", "skip_acl"},
+	{"extendedTypesEnabled", "extended_types"},
+	{"jute.maxbuffer", "max_buffer"},
+	{"DigestAuthenticationProvider.superDigest", "super_digest"},
+	{"znode.container.checkIntervalMs", "container_check_interval"},
+	{"znode.container.maxPerMinute", "container_max_per_minute"},
+}
+
+// Why paddock accepts a ZooKeeper key without using it; each reason goes into the warning.
+const (
+	whyEnsemble  = "configures a replicated ensemble, which paddock does not run yet"
+	whyPurge     = "paddock does not purge old snapshots and logs yet"
+	whySecurity  = "paddock has no TLS, SASL, Kerberos or X.509: clients connect in the clear on clientPort"
+	whyJVM       = "a setting of ZooKeeper's Java implementation with no equivalent in paddock"
+	whyClient    = "a ZooKeeper client setting, not a server one"
+	whyNoFeature = "a ZooKeeper feature paddock does not have"
+)
+
+// zooIgnored lists keys ZooKeeper knows and paddock does not use: QuorumPeerConfig's own
+// keys and the system properties ZooKeeper 3.8/3.9 reads. Where ZooKeeper rejects a bad
+// value of such a key, so does paddock (check); otherwise check is nil.
+var zooIgnored = map[string]struct {
+	why   string
+	check func(string) (any, error)
+}{
+	"initLimit":                       {whyEnsemble, javaInt},
+	"syncLimit":                       {whyEnsemble, javaInt},
+	"connectToLearnerMasterLimit":     {whyEnsemble, javaInt},
+	"electionAlg":                     {whyEnsemble, javaInt},
+	"electionPortBindRetry":           {whyEnsemble, nil},
+	"quorumListenOnAllIPs":            {whyEnsemble, javaBool},
+	"peerType":                        {whyEnsemble, oneOf("participant", "observer")},
+	"syncEnabled":                     {whyEnsemble, javaBool},
+	"standaloneEnabled":               {whyEnsemble, javaBool},
+	"reconfigEnabled":                 {whyEnsemble, javaBool},
+	"observerMasterPort":              {whyEnsemble, javaInt},
+	"quorum.cnxn.threads.size":        {whyEnsemble, javaInt},
+	"sslQuorum":                       {whyEnsemble, javaBool},
+	"sslQuorumReloadCertFiles":        {whyEnsemble, javaBool},
+	"oraclePath":                      {whyEnsemble, nil},
+	"cnxTimeout":                      {whyEnsemble, nil},
+	"quorumCnxnTimeoutMs":             {whyEnsemble, nil},
+	"leaderServes":                    {whyEnsemble, nil},
+	"forceSnapshotSync":               {whyEnsemble, nil},
+	"leaderConnectDelayDuringRetryMs": {whyEnsemble, nil},
+	"ensembleAuthName":                {whyEnsemble, nil},
+	"version":                         {whyEnsemble, nil},
+
+	"autopurge.snapRetainCount": {whyPurge, javaInt},
+	"autopurge.purgeInterval":   {whyPurge, javaInt},
+
+	"secureClientPort":                         {whySecurity, javaInt},
+	"secureClientPortAddress":                  {whySecurity, nil},
+	"portUnification":                          {whySecurity, javaBool},
+	"client.portUnification":                   {whySecurity, nil},
+	"client.secure":                            {whySecurity, nil},
+	"requireClientAuthScheme":                  {whySecurity, nil},
+	"sessionRequireClientSASLAuth":             {whySecurity, nil},
+	"allowSaslFailedClients":                   {whySecurity, nil},
+	"letAnySaslUserDoX":                        {whySecurity, nil},
+	"superUser":                                {whySecurity, nil},
+	"kinit":                                    {whySecurity, nil},
+	"jaasLoginRenew":                           {whySecurity, nil},
+	"requireKerberosConfig":                    {whySecurity, nil},
+	"security.auth_to_local":                   {whySecurity, nil},
+	"X509AuthenticationProvider.superUser":     {whySecurity, nil},
+	"SASLAuthenticationProvider.superPassword": {whySecurity, nil},
+	"DigestAuthenticationProvider.enabled":     {whySecurity, nil},
+	"DigestAuthenticationProvider.digestAlg":   {whySecurity + "; super digests are SHA-1", nil},
+
+	"snapSizeLimitInKb":                                     {whyJVM, nil},
+	"txnLogSizeLimitInKb":                                   {whyJVM, nil},
+	"snapshotSizeFactor":                                    {whyJVM, nil},
+	"snapshot.compression.method":                           {whyJVM, nil},
+	"snapshot.trust.empty":                                  {whyJVM, nil},
+	"commitLogCount":                                        {whyJVM, nil},
+	"maxResponseCacheSize":                                  {whyJVM, nil},
+	"maxGetChildrenResponseCacheSize":                       {whyJVM, nil},
+	"serverCnxnFactory":                                     {whyJVM, nil},
+	"clientPortListenBacklog":                               {whyJVM, javaInt},
+	"maxCnxns":                                              {whyJVM + "; maxClientCnxns still limits each client address", nil},
+	"flushDelay":                                            {whyJVM, nil},
+	"maxWriteQueuePollTime":                                 {whyJVM, nil},
+	"maxBatchSize":                                          {whyJVM, nil},
+	"throttled_op_wait_time":                                {whyJVM, nil},
+	"largeRequestMaxBytes":                                  {whyJVM, nil},
+	"largeRequestThreshold":                                 {whyJVM, nil},
+	"intBufferStartingSizeBytes":                            {whyJVM, nil},
+	"bitHashCacheSize":                                      {whyJVM, nil},
+	"fsync.warningthresholdms":                              {whyJVM, nil},
+	"watchManagerName":                                      {whyJVM, nil},
+	"watcherCleanThreshold":                                 {whyJVM, nil},
+	"watcherCleanIntervalInSeconds":                         {whyJVM, nil},
+	"watcherCleanThreadsNum":                                {whyJVM, nil},
+	"maxInProcessingDeadWatchers":                           {whyJVM, nil},
+	"digest.enabled":                                        {whyJVM, nil},
+	"closeSessionTxn.enabled":                               {whyJVM, nil},
+	"serializeLastProcessedZxid.enabled":                    {whyJVM, nil},
+	"request_stale_connection_check":                        {whyJVM, nil},
+	"request_stale_latency_check":                           {whyJVM, nil},
+	"forward_learner_requests_to_commit_processor_disabled": {whyJVM, nil},
+	"tcpKeepAlive":                                          {whyJVM, nil},
+	"clientTcpKeepAlive":                                    {whyJVM, nil},
+	"datadir.autocreate":                                    {whyJVM, nil},
+	"db.autocreate":                                         {whyJVM, nil},
+	"jute.maxbuffer.extrasize":                              {whyJVM, nil},
+	"znode.container.maxNeverUsedIntervalMs":                {whyJVM, nil},
+	"admin.idleTimeout":                                     {whyJVM, nil},
+	"admin.commandURL":                                      {whyJVM + "; paddock serves /commands", nil},
+	"admin.portUnification":                                 {whySecurity, nil},
+	"admin.forceHttps":                                      {whySecurity, nil},
+	"admin.needClientAuth":                                  {whySecurity, nil},
+	"admin.httpVersion":                                     {whyJVM, nil},
+	"admin.rateLimiterIntervalInMS":                         {whyJVM, nil},
+
+	"localSessionsEnabled":          {whyNoFeature, javaBool},
+	"localSessionsUpgradingEnabled": {whyNoFeature, javaBool},
+	"emulate353TTLNodes":            {whyNoFeature, nil},
+	"enforceQuota":                  {whyNoFeature, nil},
+	"enableEagerACLCheck":           {whyNoFeature, nil},
+	"readonlymode.enabled":          {whyNoFeature, nil},
+	"audit.enable":                  {whyNoFeature, nil},
+	"audit.impl.class":              {whyNoFeature, nil},
+
+	"clientCnxnSocket":      {whyClient, nil},
+	"disableAutoWatchReset": {whyClient, nil},
+	"request.timeout":       {whyClient, nil},
+}
+
+// zooIgnoredPrefixes covers families of keys too open-ended to list one by one.
+var zooIgnoredPrefixes = []struct{ prefix, why string }{
+	{"group.", whyEnsemble},
+	{"weight.", whyEnsemble},
+	{"multiAddress.", whyEnsemble},
+	{"quorum.auth.", whyEnsemble},
+	{"fastleader.", whyEnsemble},
+	{"leader.", whyEnsemble},
+	{"learner.", whyEnsemble},
+	{"follower.", whyEnsemble},
+	{"observer.", whyEnsemble},
+	{"observerMaster.", whyEnsemble},
+	{"ssl.", whySecurity},
+	{"authProvider.", whySecurity},
+	{"sasl.", whySecurity},
+	{"kerberos.", whySecurity},
+	{"enforce.auth.", whySecurity},
+	{"metricsProvider.", whyJVM + "; paddock serves Prometheus metrics on the admin server's /metrics"},
+	{"jvm.pause.", whyJVM},
+	{"nio.", whyJVM},
+	{"netty.", whyJVM},
+	{"commitProcessor.", whyJVM},
+	{"request_throttle", whyJVM},
+	{"connection_throttle_", whyJVM},
+	{"pathStats.", whyJVM},
+	{"messageTracker.", whyJVM},
+	{"admin.snapshot.", whyNoFeature},
+	{"admin.restore.", whyNoFeature},
+	{"jmx.", whyJVM},
+}
+
+// zooIgnoredWhy returns why paddock ignores key, or "" when ZooKeeper does not know it.
+func zooIgnoredWhy(key string) string {
+	if k, ok := zooIgnored[key]; ok {
+		return k.why
+	}
+	for _, p := range zooIgnoredPrefixes {
+		if strings.HasPrefix(key, p.prefix) {
+			return p.why
+		}
+	}
+	return ""
+}
+
+// zooKnownKeys lists every key named in the tables, for suggestions.
+func zooKnownKeys() []string {
+	keys := []string{"server.1"}
+	for k := range zooMapped {
+		keys = append(keys, k)
+	}
+	for k := range zooIgnored {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// javaTrim is Java's String.trim, which ZooKeeper applies to keys and values: it drops
+// every character up to and including ' ' from both ends.
+func javaTrim(s string) string {
+	return strings.TrimFunc(s, func(r rune) bool { return r <= ' ' })
+}
+
+// javaInt parses like Integer.parseInt: decimal, optional sign, 32 bits.
+func javaInt(s string) (any, error) {
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		return nil, errors.New("want an integer")
+	}
+	return int(n), nil
+}
+
+// javaDecode parses like Integer.decode (what Integer.getInteger uses): decimal, 0x or #
+// for hex, a leading 0 for octal, optional sign, 32 bits.
+func javaDecode(s string) (any, error) {
+	bad := errors.New("want an integer (decimal, or hex as 0x…)")
+	digits, neg := s, false
+	if rest, ok := strings.CutPrefix(digits, "-"); ok {
+		digits, neg = rest, true
+	} else if rest, ok := strings.CutPrefix(digits, "+"); ok {
+		digits = rest
+	}
+	base := 10
+	switch {
+	case strings.HasPrefix(digits, "0x"), strings.HasPrefix(digits, "0X"):
+		digits, base = digits[2:], 16
+	case strings.HasPrefix(digits, "#"):
+		digits, base = digits[1:], 16
+	case len(digits) > 1 && digits[0] == '0':
+		digits, base = digits[1:], 8
+	}
+	if digits == "" || digits[0] == '+' || digits[0] == '-' {
+		return nil, bad
+	}
+	n, err := strconv.ParseInt(digits, base, 64)
+	if neg {
+		n = -n
+	}
+	if err != nil || n != int64(int32(n)) {
+		return nil, bad
+	}
+	return int(n), nil
+}
+
+// kibibytes reads preAllocSize, which ZooKeeper parses with Long.parseLong and
+// multiplies by 1024.
+func kibibytes(s string) (any, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > 1<<40 {
+		return nil, errors.New("want a size in KiB, an integer >= 0")
+	}
+	return n << 10, nil
+}
+
+// javaBool parses like QuorumPeerConfig.parseBoolean and Boolean.getBoolean: true or
+// false in any case.
+func javaBool(s string) (any, error) {
+	switch strings.ToLower(s) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return nil, errors.New("want true or false")
+}
+
+// oneOf accepts exactly yes and no (or the given pair), the first meaning true.
+// ZooKeeper compares forceSync with "no", skipACL with "yes" and admin.enableServer
+// with "false", case-sensitively, and takes anything else as the other choice; paddock
+// rejects anything else instead of guessing.
+func oneOf(yes, no string) func(string) (any, error) {
+	return func(s string) (any, error) {
+		switch s {
+		case yes:
+			return true, nil
+		case no:
+			return false, nil
+		}
+		return nil, fmt.Errorf("want %s or %s (lower case, as ZooKeeper compares it)", yes, no)
+	}
+}
+
+func nonEmpty(want string) func(string) (any, error) {
+	return func(s string) (any, error) {
+		if s == "" {
+			return nil, errors.New(want)
+		}
+		return s, nil
+	}
+}
+
+func positiveMillis(parse func(string) (any, error)) func(string) (any, error) {
+	return func(s string) (any, error) {
+		n, err := parse(s)
+		if err != nil || n.(int) <= 0 {
+			return nil, errors.New("want milliseconds, an integer > 0")
+		}
+		return time.Duration(n.(int)) * time.Millisecond, nil
+	}
+}
+
+// sessionTimeout reads minSessionTimeout or maxSessionTimeout: milliseconds, or -1 for
+// ZooKeeper's default (2 and 20 ticks), which is paddock's zero.
+func sessionTimeout(s string) (any, error) {
+	n, err := javaInt(s)
+	switch {
+	case err == nil && n.(int) == -1:
+		return time.Duration(0), nil
+	case err == nil && n.(int) > 0:
+		return time.Duration(n.(int)) * time.Millisecond, nil
+	}
+	return nil, errors.New("want milliseconds, an integer > 0, or -1 for the default (2 or 20 × tickTime)")
+}
+
+func port(parse func(string) (any, error)) func(string) (any, error) {
+	return func(s string) (any, error) {
+		n, err := parse(s)
+		if err != nil || n.(int) < 1 || n.(int) > 65535 {
+			return nil, errors.New("want a port number in [1, 65535]")
+		}
+		return n, nil
+	}
+}
+
+// host accepts a host name or an IP address, IPv6 with or without brackets.
+func host(s string) (any, error) {
+	h := strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+	if h == "" || strings.ContainsAny(h, " /") {
+		return nil, errors.New("want a host name or an IP address")
+	}
+	return h, nil
+}
+
+// fourLetterWords reads 4lw.commands.whitelist: comma-separated, blanks trimmed, * for
+// all. ZooKeeper always adds srvr, which zkServer.sh status needs; so does paddock.
+func fourLetterWords(s string) (any, error) {
+	words := []string{}
+	for w := range strings.SplitSeq(s, ",") {
+		switch w = strings.TrimSpace(w); w {
+		case "":
+		case "*":
+			return []string{"*"}, nil
+		default:
+			words = append(words, w)
+		}
+	}
+	if !slices.Contains(words, "srvr") {
+		words = append(words, "srvr")
+	}
+	return words, nil
+}
