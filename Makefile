@@ -9,7 +9,8 @@ FUZZ_TARGETS := \
 	./server/wire:FuzzDecodeRequest \
 	./server/wire:FuzzDecodeConnect \
 	./server/wire:FuzzReadFrame \
-	./server/store:FuzzSegment
+	./server/store:FuzzSegment \
+	./server:FuzzRequest
 
 .PHONY: run build test deps check vet fmt-check bench fuzz lint clean
 
