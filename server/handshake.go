@@ -22,6 +22,7 @@ func (c *conn) handshake(body []byte) bool {
 		return false
 	}
 	c.stats.PacketReceived()
+	s.received.Add(1)
 	start := time.Now()
 	if req.LastZxidSeen > s.lastApplied.Load() {
 		// The client has seen a newer state than ours: it must try another server, and
@@ -53,8 +54,13 @@ func (c *conn) handshake(body []byte) bool {
 	c.timeout.Store(timeout)
 	s.attach(c, resp.SessionID)
 	c.send(resp.Encode)
-	// ZooKeeper's latency figures count the connect request.
-	c.stats.Responded(wire.OpCreateSession, -1, s.lastApplied.Load(), start, time.Now())
+	// ZooKeeper's latency figures count the connect request; a new session's createSession
+	// runs as cxid 0, so cons then shows lcxid=0x0.
+	cxid := int32(-1)
+	if req.SessionID == 0 {
+		cxid = 0
+	}
+	c.stats.Responded(wire.OpCreateSession, cxid, s.lastApplied.Load(), start, time.Now())
 	s.admin.ObserveRequest(wire.OpCreateSession, time.Since(start))
 	return true
 }

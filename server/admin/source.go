@@ -31,8 +31,9 @@ type Source interface {
 	Connections() []Connection
 	// Sessions returns every live session with the paths of the ephemeral nodes it owns.
 	Sessions() []Session
-	// Watches returns one entry per (session, path) that has at least one watch registered,
-	// whatever its kind (data, exist, child, persistent, persistent recursive).
+	// Watches returns one entry per (session, path) with a watch in the data table (data,
+	// exist, persistent, persistent recursive): what ZooKeeper 3.8's wchs, wchc and wchp
+	// show. Child-only watches are not listed, as in ZooKeeper.
 	Watches() []Watch
 	// ResetStats zeroes the server-wide packet counters (srst). Admin resets its own latency
 	// figures itself.

@@ -163,9 +163,8 @@ func (a *Admin) mntrText(b *bytes.Buffer) {
 	}
 }
 
-// The watch words. ZooKeeper 3.8 lists only its data-watch table here (not child watches);
-// paddock's Source lists every watched (session, path), so a path watched only for children
-// shows up too.
+// The watch words. Like ZooKeeper 3.8 they list the data-watch table only (Source.Watches):
+// a path watched only for its children does not show.
 
 func (a *Admin) wchsText(b *bytes.Buffer) {
 	ws := groupWatches(a.src.Watches())

@@ -304,20 +304,14 @@ func (r *Registry[W]) PathsOf(w W) []string {
 	return slices.Sorted(maps.Keys(idx[Data]))
 }
 
-// WatchersOf returns, for each watched path in either table, its watchers, each once.
+// WatchersOf returns, for each path in the data table, its watchers: what ZooKeeper 3.8's
+// wchc and wchp list (child-only watches do not appear there).
 func (r *Registry[W]) WatchersOf() map[string][]W {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make(map[string][]W, len(r.tables[Data]))
 	for path, ws := range r.tables[Data] {
 		out[path] = slices.Collect(maps.Keys(ws))
-	}
-	for path, ws := range r.tables[Child] {
-		for w := range ws {
-			if _, dup := r.tables[Data][path][w]; !dup {
-				out[path] = append(out[path], w)
-			}
-		}
 	}
 	return out
 }
