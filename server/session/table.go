@@ -11,12 +11,12 @@ import (
 )
 
 // Table holds the expiry time of every live session. It is safe for concurrent use; Touch,
-// called for every packet a client sends, takes no lock unless the session's deadline
-// crosses into a new tick bucket.
+// called for every packet a client sends, takes only a read lock unless the session's
+// deadline crosses into a new tick bucket.
 type Table struct {
 	tick int64 // bucket width, ms
 
-	mu       sync.Mutex
+	mu       sync.RWMutex
 	sessions map[int64]*entry           // guarded by mu
 	buckets  map[int64]map[int64]*entry // expiry ms -> sessions; guarded by mu
 }
@@ -61,9 +61,9 @@ func (t *Table) Add(id int64, timeout time.Duration, now time.Time) {
 // Touch pushes a session's expiry to now + its timeout. It returns false if the session
 // is unknown or already expired: the caller must treat it as expired.
 func (t *Table) Touch(id int64, now time.Time) bool {
-	t.mu.Lock()
+	t.mu.RLock()
 	e := t.sessions[id]
-	t.mu.Unlock()
+	t.mu.RUnlock()
 	if e == nil {
 		return false
 	}
@@ -176,9 +176,9 @@ func (t *Table) Timeout(id int64) (time.Duration, bool) {
 
 // Expiry returns when a live session expires unless touched.
 func (t *Table) Expiry(id int64) (time.Time, bool) {
-	t.mu.Lock()
+	t.mu.RLock()
 	e := t.sessions[id]
-	t.mu.Unlock()
+	t.mu.RUnlock()
 	if e == nil {
 		return time.Time{}, false
 	}
