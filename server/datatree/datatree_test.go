@@ -1,0 +1,149 @@
+package datatree
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/paddock/paddock/server/wire"
+)
+
+func TestValidatePath(t *testing.T) {
+	tests := []struct {
+		path string
+		ok   bool
+	}{
+		{"/", true}, {"/a", true}, {"/a/b-c_d.e", true}, {"/a/..b", true}, {"/é", true},
+		{"", false}, {"a", false}, {"/a/", false}, {"//a", false}, {"/a//b", false},
+		{"/.", false}, {"/a/..", false}, {"/a/./b", false}, {"/a\x00b", false}, {"/a\x1fb", false},
+		{"/a\u007fb", false}, {"/a\ud7ffb", true}, {"/a\ue000", false}, {"/a\ufff0", false},
+		{"/😀", false}, // outside the BMP: a surrogate pair in Java
+		{"/\xff", false},
+	}
+	for _, tt := range tests {
+		err := ValidatePath(tt.path)
+		if (err == nil) != tt.ok {
+			t.Errorf("ValidatePath(%q) = %v, want ok=%v", tt.path, err, tt.ok)
+		}
+		if err != nil && !errors.Is(err, ErrBadPath) {
+			t.Errorf("ValidatePath(%q) = %v, not ErrBadPath", tt.path, err)
+		}
+	}
+}
+
+func TestDigest(t *testing.T) {
+	// The digest both the go-zookeeper/zk and kazoo test harnesses use as their super digest.
+	if got := Digest("super:test"); got != "super:D/InIHSb7yEEbrWz8b9l71RjZJU=" {
+		t.Fatalf("Digest = %q", got)
+	}
+	if got := Digest("blah"); got[:5] != "blah:" {
+		t.Fatalf("a credential without a colon: %q", got)
+	}
+}
+
+func TestAllowed(t *testing.T) {
+	ip := func(addr string) []wire.Identity { return []wire.Identity{{Scheme: "ip", ID: addr}} }
+	acl := func(scheme, id string, perms wire.Perm) []wire.ACL {
+		return []wire.ACL{{Perms: perms, Scheme: scheme, ID: id}}
+	}
+	tests := []struct {
+		name string
+		acl  []wire.ACL
+		perm wire.Perm
+		ids  []wire.Identity
+		want bool
+	}{
+		{"empty acl", nil, wire.PermAdmin, nil, true},
+		{"world", wire.OpenACLUnsafe, wire.PermWrite, nil, true},
+		{"world read only", wire.ReadACLUnsafe, wire.PermWrite, nil, false},
+		{"ip exact", acl("ip", "10.1.2.3", 31), wire.PermRead, ip("10.1.2.3"), true},
+		{"ip other", acl("ip", "10.1.2.3", 31), wire.PermRead, ip("10.1.2.4"), false},
+		{"ip /24", acl("ip", "10.1.2.0/24", 31), wire.PermRead, ip("10.1.2.200"), true},
+		{"ip /23 boundary", acl("ip", "10.1.2.0/23", 31), wire.PermRead, ip("10.1.3.9"), true},
+		{"ip /23 outside", acl("ip", "10.1.2.0/23", 31), wire.PermRead, ip("10.1.4.9"), false},
+		{"ip leading zeros as Java", acl("ip", "010.001.002.003", 31), wire.PermRead, ip("10.1.2.3"), true},
+		{"ipv6 /64", acl("ip", "2001:db8::/64", 31), wire.PermRead, ip("2001:db8::1"), true},
+		{"ipv4 vs ipv6", acl("ip", "2001:db8::/64", 31), wire.PermRead, ip("10.1.2.3"), false},
+		{"digest", acl("digest", "u:h", 31), wire.PermRead, []wire.Identity{{Scheme: "digest", ID: "u:h"}}, true},
+		{"digest other", acl("digest", "u:h", 31), wire.PermRead, []wire.Identity{{Scheme: "digest", ID: "u:x"}}, false},
+		{"super", acl("digest", "u:h", 1), wire.PermAdmin, []wire.Identity{{Scheme: "super"}}, true},
+		{"perm missing", acl("digest", "u:h", wire.PermRead), wire.PermWrite, []wire.Identity{{Scheme: "digest", ID: "u:h"}}, false},
+	}
+	for _, tt := range tests {
+		if got := Allowed(tt.acl, tt.perm, tt.ids); got != tt.want {
+			t.Errorf("%s: Allowed = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestFixupACL(t *testing.T) {
+	digest := wire.Identity{Scheme: "digest", ID: "u:h"}
+	tests := []struct {
+		name string
+		in   []wire.ACL
+		ids  []wire.Identity
+		want []wire.ACL
+		err  bool
+	}{
+		{"empty", nil, nil, nil, true},
+		{"world anyone", wire.OpenACLUnsafe, nil, wire.OpenACLUnsafe, false},
+		{"world someone", []wire.ACL{{Perms: 31, Scheme: "world", ID: "me"}}, nil, nil, true},
+		{"duplicates", []wire.ACL{wire.OpenACLUnsafe[0], wire.OpenACLUnsafe[0]}, nil, wire.OpenACLUnsafe, false},
+		{"auth expands to digests", []wire.ACL{{Perms: 5, Scheme: "auth"}}, []wire.Identity{{Scheme: "ip", ID: "1.2.3.4"}, digest},
+			[]wire.ACL{{Perms: 5, Scheme: "digest", ID: "u:h"}}, false},
+		{"auth without digest", []wire.ACL{{Perms: 5, Scheme: "auth"}}, []wire.Identity{{Scheme: "ip", ID: "1.2.3.4"}}, nil, true},
+		{"digest id needs one colon", []wire.ACL{{Perms: 1, Scheme: "digest", ID: "nohash"}}, nil, nil, true},
+		{"digest trailing colon", []wire.ACL{{Perms: 1, Scheme: "digest", ID: "u:"}}, nil, nil, true},
+		{"ip bad", []wire.ACL{{Perms: 1, Scheme: "ip", ID: "300.1.1.1"}}, nil, nil, true},
+		{"ip bad bits", []wire.ACL{{Perms: 1, Scheme: "ip", ID: "1.1.1.1/33"}}, nil, nil, true},
+		{"unknown scheme", []wire.ACL{{Perms: 1, Scheme: "sasl", ID: "x"}}, nil, nil, true},
+	}
+	for _, tt := range tests {
+		got, err := FixupACL(tt.in, tt.ids)
+		if (err != nil) != tt.err || (err == nil && !reflect.DeepEqual(got, tt.want)) {
+			t.Errorf("%s: FixupACL = %v, %v; want %v (error %v)", tt.name, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+// TestRollback checks that undoing a mix of mutations restores every index exactly.
+func TestRollback(t *testing.T) {
+	tr := New()
+	tr.Create("/p", []byte("x"), wire.OpenACLUnsafe, 0, 1, 100)
+	tr.Create("/p/e", nil, wire.OpenACLUnsafe, 7, 2, 100)
+	tr.AddSession(&Session{ID: 7, Timeout: 1000})
+	before := snapshot(tr)
+	tr.Begin()
+	tr.Create("/p/c", []byte("yy"), wire.OpenACLUnsafe, ContainerOwner, 3, 200)
+	tr.SetData(tr.Get("/p"), "/p", []byte("longer data"), 3, 200)
+	tr.SetACL(tr.Get("/p"), wire.ReadACLUnsafe)
+	tr.Delete("/p/e", 3)
+	tr.RemoveSession(7)
+	tr.Create("/t", nil, wire.OpenACLUnsafe, TTLOwner(500), 3, 200)
+	tr.Rollback()
+	if after := snapshot(tr); !reflect.DeepEqual(before, after) {
+		t.Fatalf("rollback did not restore the tree:\n before %+v\n after  %+v", before, after)
+	}
+}
+
+type treeState struct {
+	Nodes      map[string]wire.Stat
+	Data       map[string]string
+	Ephemerals []string
+	Containers []string
+	TTLs       []string
+	Sessions   int
+	Size       int64
+}
+
+func snapshot(tr *Tree) treeState {
+	s := treeState{Nodes: map[string]wire.Stat{}, Data: map[string]string{}}
+	tr.Walk(func(path string, n *Node) {
+		s.Nodes[path] = n.Stat()
+		s.Data[path] = string(n.Data)
+	})
+	s.Ephemerals = tr.Ephemerals(7)
+	s.Containers, s.TTLs = tr.Containers(), tr.TTLNodes()
+	s.Sessions, s.Size = len(tr.Sessions()), tr.DataSize()
+	return s
+}
