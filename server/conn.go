@@ -228,8 +228,11 @@ func (c *conn) closeAfterFlush() {
 	}
 }
 
-// close closes the connection now, dropping whatever is queued. Idempotent.
+// close closes the connection now, dropping whatever is queued. Idempotent. The server
+// forgets the connection before the socket closes, so a client that sees the close and
+// asks cons or srvr at once is not counted twice, as in ZooKeeper.
 func (c *conn) close() {
+	c.s.removeConn(c)
 	c.outMu.Lock()
 	c.closed = true
 	c.outMu.Unlock()

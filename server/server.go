@@ -226,11 +226,9 @@ func (s *Server) Close() error {
 		if s.adminSrv != nil {
 			s.adminSrv.Close()
 		}
-		s.mu.Lock()
-		for c := range s.conns {
+		for _, c := range s.connList() {
 			c.close()
 		}
-		s.mu.Unlock()
 		s.wg.Wait()
 		if s.wal != nil {
 			err = s.wal.Close()
