@@ -48,9 +48,16 @@ func TestDefaults(t *testing.T) {
 	t.Run("whitelist_and_ttl", func(t *testing.T) { compare(t, ref, sub, scenarioDefaults) })
 }
 
-// scenarioDefaults: only srvr is whitelisted by default; other words get a one-line refusal.
-// createTTL and the TTL flags answer Unimplemented when extended types are off.
+// scenarioDefaults: on a fresh server, the whole stats of / and /zookeeper (cversion -1 and
+// -2: ZooKeeper's formula with no child ever created). Only srvr is whitelisted by
+// default; other words get a one-line refusal. createTTL and the TTL flags answer
+// Unimplemented when extended types are off.
 func scenarioDefaults(sc *Scenario) {
+	fresh := sc.Connect("fresh", ConnectOptions{})
+	for _, p := range []string{"/", "/zookeeper"} {
+		fresh.getChildren2(p, false)
+	}
+	fresh.Close()
 	for _, w := range []string{"srvr", "ruok", "stat", "mntr", "conf", "envi", "isro", "wchs", "dump", "crst"} {
 		c := sc.Dial("4lw")
 		c.WriteRaw([]byte(w), w)

@@ -8,25 +8,25 @@ import (
 )
 
 // scenarioInitialTree reads the nodes every server starts with and tries to break them.
-// The root's own stat is recorded only in part: on a long-running server its cversion,
-// numChildren and pzxid count other scenarios' roots.
+// The stats of / and /zookeeper are recorded only in part: on a long-running server their
+// cversion, numChildren and pzxid count other scenarios' (and earlier runs') nodes. Their
+// whole stats on a fresh server are compared by TestDefaults, which starts fresh servers.
 func scenarioInitialTree(sc *Scenario) {
 	s1 := sc.Connect("s1", ConnectOptions{})
-	for _, p := range []string{"/zookeeper", "/zookeeper/quota", "/zookeeper/config"} {
+	for _, p := range []string{"/zookeeper/quota", "/zookeeper/config"} {
 		s1.exists(p, false)
 		s1.getData(p, false)
 		s1.getACL(p)
 		s1.getChildren2(p, false)
 		s1.Call(wire.OpGetAllChildrenNumber, &wire.PathRecord{Path: p})
 	}
-	if f := s1.CallQuiet(wire.OpGetACL, &wire.PathRecord{Path: "/"}); f != nil {
-		rec, _, err := f.Decode()
-		if r, ok := rec.(*wire.GetACLResponse); ok && err == nil {
-			st := r.Stat
-			sc.Note("/ err=%d acl=%s czxid=%d ctime=%d mzxid=%d version=%d aversion=%d owner=%d dataLength=%d",
-				f.Header.Err, describeACL(r.ACL), st.Czxid, st.Ctime, st.Mzxid, st.Version, st.Aversion, st.EphemeralOwner, st.DataLength)
-		} else {
-			sc.Note("/ getACL err=%d %v", f.Header.Err, err)
+	for _, p := range []string{"/", "/zookeeper"} {
+		notePartialStat(sc, s1, p)
+	}
+	if f := s1.CallQuiet(wire.OpGetChildren, &wire.PathWatchRequest{Path: "/zookeeper"}); f != nil {
+		rec, _, _ := f.Decode()
+		if r, ok := rec.(*wire.ChildrenResponse); ok {
+			sc.Note("/zookeeper children include config, quota: %v", slices.Contains(r.Children, "config") && slices.Contains(r.Children, "quota"))
 		}
 	}
 	if f := s1.CallQuiet(wire.OpGetChildren, &wire.PathWatchRequest{Path: "/"}); f != nil {
@@ -51,6 +51,23 @@ func scenarioInitialTree(sc *Scenario) {
 	s1.create("/zookeeper"+sc.Root, nil, 0)
 	s1.delete("/zookeeper"+sc.Root, -1)
 	s1.Close()
+}
+
+// notePartialStat records a node's ACL and the stat fields that other scenarios cannot change.
+func notePartialStat(sc *Scenario, s *Session, path string) {
+	f := s.CallQuiet(wire.OpGetACL, &wire.PathRecord{Path: path})
+	if f == nil {
+		return
+	}
+	rec, _, err := f.Decode()
+	r, ok := rec.(*wire.GetACLResponse)
+	if !ok || err != nil {
+		sc.Note("%s getACL err=%d %v", path, f.Header.Err, err)
+		return
+	}
+	st := r.Stat
+	sc.Note("%s err=%d acl=%s czxid=%d ctime=%d mzxid=%d version=%d aversion=%d owner=%d dataLength=%d",
+		path, f.Header.Err, describeACL(r.ACL), st.Czxid, st.Ctime, st.Mzxid, st.Version, st.Aversion, st.EphemeralOwner, st.DataLength)
 }
 
 // scenarioConnect covers the handshake: the optional readOnly byte, timeout negotiation,
