@@ -224,16 +224,10 @@ func (c *conn) multiRead(m *wire.MultiRequest, ids []wire.Identity) *wire.MultiR
 // since the client's last zxid fires at once instead (DataTree.setWatches).
 func (c *conn) setWatches(w *wire.SetWatches) {
 	s := c.s
-	rel := w.RelativeZxid
+	mzxid := func(n *datatree.Node) int64 { return n.Mzxid }
+	pzxid := func(n *datatree.Node) int64 { return n.Pzxid }
 	for _, p := range w.Data {
-		switch n := s.tree.Get(p); {
-		case n == nil:
-			c.notify(wire.EventNodeDeleted, p, -1)
-		case n.Mzxid > rel:
-			c.notify(wire.EventNodeDataChanged, p, -1)
-		default:
-			s.watches.Add(watch.Data, p, c, watch.Standard)
-		}
+		c.rearm(p, watch.Data, w.RelativeZxid, mzxid, wire.EventNodeDataChanged)
 	}
 	for _, p := range w.Exist {
 		if s.tree.Get(p) != nil {
@@ -243,19 +237,25 @@ func (c *conn) setWatches(w *wire.SetWatches) {
 		}
 	}
 	for _, p := range w.Child {
-		switch n := s.tree.Get(p); {
-		case n == nil:
-			c.notify(wire.EventNodeDeleted, p, -1)
-		case n.Pzxid > rel:
-			c.notify(wire.EventNodeChildrenChanged, p, -1)
-		default:
-			s.watches.Add(watch.Child, p, c, watch.Standard)
-		}
+		c.rearm(p, watch.Child, w.RelativeZxid, pzxid, wire.EventNodeChildrenChanged)
 	}
 	for _, p := range w.Persistent {
 		s.watches.AddWatch(p, c, false)
 	}
 	for _, p := range w.PersistentRecursive {
 		s.watches.AddWatch(p, c, true)
+	}
+}
+
+// rearm re-registers one data or child watch, or fires it at once: NodeDeleted if the
+// node is gone, changed if its zxid (mzxid or pzxid) is past what the client has seen.
+func (c *conn) rearm(path string, t watch.Table, seen int64, changedAt func(*datatree.Node) int64, changed wire.EventType) {
+	switch n := c.s.tree.Get(path); {
+	case n == nil:
+		c.notify(wire.EventNodeDeleted, path, -1)
+	case changedAt(n) > seen:
+		c.notify(changed, path, -1)
+	default:
+		c.s.watches.Add(t, path, c, watch.Standard)
 	}
 }
