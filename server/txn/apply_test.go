@@ -16,12 +16,12 @@ type fixture struct {
 	t    *testing.T
 	tree *datatree.Tree
 	zxid int64
-	opt  Options
+	opts Options
 	ids  []wire.Identity
 }
 
 func newFixture(t *testing.T) *fixture {
-	f := &fixture{t: t, tree: datatree.New(), opt: Options{ExtendedTypes: true}}
+	f := &fixture{t: t, tree: datatree.New(), opts: Options{ExtendedTypes: true}}
 	f.ids = []wire.Identity{{Scheme: "ip", ID: "127.0.0.1"}}
 	f.do(sess, wire.OpCreateSession, &CreateSession{Timeout: 30000, Password: make([]byte, 16)})
 	return f
@@ -38,7 +38,7 @@ func (f *fixture) do(session int64, op wire.Op, req wire.Record) Result {
 	if err != nil {
 		f.t.Fatalf("decode %v: %v", op, err)
 	}
-	res := Apply(f.tree, y, f.opt)
+	res := Apply(f.tree, y, f.opts)
 	if f.tree.LastZxid() != f.zxid {
 		f.t.Fatalf("last zxid %d after applying %d", f.tree.LastZxid(), f.zxid)
 	}
@@ -143,7 +143,7 @@ func TestCreateErrors(t *testing.T) {
 			}
 		})
 	}
-	f.opt.ExtendedTypes = false
+	f.opts.ExtendedTypes = false
 	r := f.do(sess, wire.OpCreateTTL, &wire.CreateTTLRequest{CreateRequest: wire.CreateRequest{Path: "/b", ACL: wire.OpenACLUnsafe, Flags: 5}, TTL: 5})
 	wantErr(t, r.Err, datatree.ErrUnimplemented)
 }
@@ -254,7 +254,7 @@ func TestACLChecks(t *testing.T) {
 	f.ids = append(f.ids, wire.Identity{Scheme: "super"})
 	wantErr(t, f.do(sess, wire.OpSetData, &wire.SetDataRequest{Path: "/d", Version: -1}).Err, nil)
 	f.ids = []wire.Identity{{Scheme: "ip", ID: "10.0.0.7"}}
-	f.opt.SkipACL = true
+	f.opts.SkipACL = true
 	wantErr(t, f.do(sess, wire.OpSetData, &wire.SetDataRequest{Path: "/d", Version: -1}).Err, nil)
 }
 
