@@ -35,8 +35,9 @@ func (c *conn) dispatch(body []byte) bool {
 	now := time.Now()
 	sid := c.sessionID.Load()
 	if !s.sessions.Touch(sid, now) {
-		c.reply(h.Xid, s.lastApplied.Load(), wire.ErrSessionExpired, nil)
-		c.closeAfterFlush()
+		// The session has expired and its close is on its way through the log. As in
+		// ZooKeeper the request is dropped and the connection closed; the client learns
+		// of the expiry when it reconnects.
 		return false
 	}
 	r := &request{xid: h.Xid, op: h.Op, start: now}
