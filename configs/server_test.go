@@ -16,7 +16,7 @@ func TestServerKeys(t *testing.T) {
 		"min_session_timeout", "max_session_timeout", "max_client_cnxns", "max_buffer",
 		"max_outstanding", "super_digest", "extended_types", "skip_acl",
 		"container_check_interval", "container_max_per_minute", "four_letter_words",
-		"admin_addr", "snap_count", "prealloc_size", "force_sync"}
+		"admin_addr", "snap_count", "snap_retain_count", "purge_interval", "prealloc_size", "force_sync"}
 	if got := serverSection.keys(); !slices.Equal(got, want) {
 		t.Errorf("server keys =\n%q\nwant\n%q", got, want)
 	}
@@ -145,7 +145,7 @@ server:
 		MaxOutstanding: 5000, SuperDigest: "super:D/InIHSb7yEEbrWz8b9l71RjZJU=",
 		ExtendedTypes: true, SkipACL: true, ContainerCheckInterval: 10 * time.Second,
 		ContainerMaxPerMinute: 100, FourLetterWords: []string{"ruok", "srvr", "mntr"},
-		AdminAddr: "", SnapCount: 1000, ForceSync: true,
+		AdminAddr: "", SnapCount: 1000, SnapRetainCount: 3, PurgeInterval: time.Hour, ForceSync: true,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("LoadServer =\n%+v\nwant\n%+v", cfg, want)

@@ -60,8 +60,16 @@ type Config struct {
 	// (admin.serverAddress:admin.serverPort, admin.enableServer).
 	AdminAddr string
 
-	// SnapCount is the number of txns between snapshots (snapCount).
+	// SnapCount is the number of txns between snapshots (snapCount); as in ZooKeeper the
+	// actual count is drawn at random from [SnapCount/2+1, SnapCount] each time, so that
+	// servers sharing a disk do not snapshot together.
 	SnapCount int
+	// SnapRetainCount is how many snapshots the purge keeps, with the log they need
+	// (autopurge.snapRetainCount); at least 3.
+	SnapRetainCount int
+	// PurgeInterval is how often old snapshots and log segments are purged; 0 disables
+	// purging (autopurge.purgeInterval, which zoo.cfg gives in hours).
+	PurgeInterval time.Duration
 	// PreAllocSize is the size write-ahead log segments are preallocated to, in bytes
 	// (preAllocSize, which zoo.cfg gives in KiB); 0 means the store's default, 64 MiB.
 	PreAllocSize int64
@@ -85,6 +93,8 @@ func DefaultConfig() Config {
 		FourLetterWords:        []string{"srvr"},
 		AdminAddr:              "127.0.0.1:8081",
 		SnapCount:              100000,
+		SnapRetainCount:        3,
+		PurgeInterval:          time.Hour,
 		ForceSync:              true,
 	}
 }
@@ -150,6 +160,12 @@ func (c *Config) Validate() error {
 	}
 	if c.ContainerMaxPerMinute < 1 {
 		bad("container_max_per_minute", c.ContainerMaxPerMinute, "must be >= 1")
+	}
+	if c.SnapRetainCount < 3 {
+		bad("snap_retain_count", c.SnapRetainCount, "must be >= 3")
+	}
+	if c.PurgeInterval < 0 {
+		bad("purge_interval", c.PurgeInterval, "must be >= 0 (0 disables purging)")
 	}
 	if c.PreAllocSize != 0 && (c.PreAllocSize < 1<<10 || c.PreAllocSize > 1<<30) {
 		bad("prealloc_size", c.PreAllocSize, "must be 0 (default 64 MiB) or between 1 KiB and 1 GiB")
