@@ -85,7 +85,7 @@ func (c *conn) read(r *request) (wire.Record, error) {
 		if req.Watch {
 			s.watches.Add(watch.Child, req.Path, c, watch.Standard)
 		}
-		return &wire.ChildrenResponse{WithStat: r.op == wire.OpGetChildren2, Children: n.Children(), Stat: n.Stat()}, nil
+		return &wire.ChildrenResponse{WithStat: r.op == wire.OpGetChildren2, Children: s.tree.Children(req.Path), Stat: n.Stat()}, nil
 	case wire.OpGetACL:
 		return c.getACL(r.rec.(*wire.PathRecord).Path, r.ids)
 	case wire.OpGetAllChildrenNumber:
@@ -215,7 +215,7 @@ func (c *conn) multiRead(m *wire.MultiRequest, ids []wire.Identity) *wire.MultiR
 		if req.Watch {
 			c.s.watches.Add(watch.Child, req.Path, c, watch.Standard)
 		}
-		out.Results[i] = wire.MultiResult{Op: wire.OpGetChildren, Children: n.Children()}
+		out.Results[i] = wire.MultiResult{Op: wire.OpGetChildren, Children: c.s.tree.Children(req.Path)}
 	}
 	return out
 }

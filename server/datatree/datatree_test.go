@@ -115,8 +115,8 @@ func TestRollback(t *testing.T) {
 	before := snapshot(tr)
 	tr.Begin()
 	tr.Create("/p/c", []byte("yy"), wire.OpenACLUnsafe, ContainerOwner, 3, 200)
-	tr.SetData(tr.Get("/p"), "/p", []byte("longer data"), 3, 200)
-	tr.SetACL(tr.Get("/p"), wire.ReadACLUnsafe)
+	tr.SetData("/p", []byte("longer data"), 3, 200)
+	tr.SetACL("/p", wire.ReadACLUnsafe)
 	tr.Delete("/p/e", 3)
 	tr.RemoveSession(7)
 	tr.Create("/t", nil, wire.OpenACLUnsafe, TTLOwner(500), 3, 200)
@@ -138,9 +138,9 @@ type treeState struct {
 
 func snapshot(tr *Tree) treeState {
 	s := treeState{Nodes: map[string]wire.Stat{}, Data: map[string]string{}}
-	tr.Walk(func(path string, n *Node) {
-		s.Nodes[path] = n.Stat()
-		s.Data[path] = string(n.Data)
+	tr.Walk(func(n *Node) {
+		s.Nodes[n.Path] = n.Stat()
+		s.Data[n.Path] = string(n.Data)
 	})
 	s.Ephemerals = tr.Ephemerals(7)
 	s.Containers, s.TTLs = tr.Containers(), tr.TTLNodes()

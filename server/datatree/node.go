@@ -1,10 +1,6 @@
 package datatree
 
-import (
-	"slices"
-
-	"github.com/paddock/paddock/server/wire"
-)
+import "github.com/paddock/paddock/server/wire"
 
 // Owner markers stored in a node's raw ephemeral owner (EphemeralType in ZooKeeper).
 const (
@@ -28,9 +24,11 @@ const (
 	TTL
 )
 
-// Node is one znode. A Node is owned by its Tree: read it only while the tree cannot
-// change (the server holds the tree lock), never keep it past that, never modify it.
+// Node is one znode, as an immutable value: once in the tree it never changes. Every
+// mutation puts a modified copy in its place, so a reader may keep a *Node after the tree
+// lock is released, and a snapshot shares the nodes of the live tree until they change.
 type Node struct {
+	Path     string
 	Data     []byte // nil (null) is distinct from empty, as in ZooKeeper
 	ACL      []wire.ACL
 	Czxid    int64
@@ -45,7 +43,7 @@ type Node struct {
 	// childCreates is ZooKeeper's stored cversion: the number of children ever created.
 	// It names sequential children and gives the visible cversion.
 	childCreates int32
-	children     map[string]struct{}
+	numChildren  int32
 }
 
 // Kind classifies the node by its raw owner.
@@ -70,21 +68,10 @@ func (n *Node) TTL() int64 {
 }
 
 // NumChildren returns the number of children.
-func (n *Node) NumChildren() int { return len(n.children) }
+func (n *Node) NumChildren() int { return int(n.numChildren) }
 
 // ChildCreates returns the number of children ever created under n (the raw child counter).
 func (n *Node) ChildCreates() int32 { return n.childCreates }
-
-// Children returns the child names in lexicographic order. ZooKeeper's order is that of
-// a HashSet, i.e. unspecified; sorted is deterministic and what clients sort to anyway.
-func (n *Node) Children() []string {
-	out := make([]string, 0, len(n.children))
-	for c := range n.children {
-		out = append(out, c)
-	}
-	slices.Sort(out)
-	return out
-}
 
 // Stat returns the client-visible stat, computed as DataNode.copyStat does.
 func (n *Node) Stat() wire.Stat {
@@ -98,11 +85,11 @@ func (n *Node) Stat() wire.Stat {
 		Ctime:          n.Ctime,
 		Mtime:          n.Mtime,
 		Version:        n.Version,
-		Cversion:       n.childCreates*2 - int32(len(n.children)), // creates + deletes; wraps as Java's int
+		Cversion:       n.childCreates*2 - n.numChildren, // creates + deletes; wraps as Java's int
 		Aversion:       n.Aversion,
 		EphemeralOwner: owner,
 		DataLength:     int32(len(n.Data)),
-		NumChildren:    int32(len(n.children)),
+		NumChildren:    n.numChildren,
 		Pzxid:          n.Pzxid,
 	}
 }

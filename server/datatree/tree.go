@@ -4,7 +4,8 @@ import (
 	"cmp"
 	"maps"
 	"slices"
-	"strings"
+
+	"github.com/google/btree"
 
 	"github.com/paddock/paddock/server/wire"
 )
@@ -17,20 +18,51 @@ const (
 	ConfigPath = "/zookeeper/config"
 )
 
-// Session is a client session as the replicated state knows it.
+// Session is a client session as the replicated state knows it. Immutable.
 type Session struct {
 	ID       int64
 	Timeout  int32 // negotiated timeout, ms
 	Password []byte
 }
 
+// entry is a node's place in the index: ordered by parent path, then name, so that a
+// node's children are one contiguous, sorted range and every parent sorts before its
+// children. parent and name are substrings of node.Path; the root is ("", "").
+type entry struct {
+	parent, name string
+	node         *Node
+}
+
+func entryLess(a, b entry) bool {
+	if a.parent != b.parent {
+		return a.parent < b.parent
+	}
+	return a.name < b.name
+}
+
+// keyOf returns the index key of an absolute path.
+func keyOf(path string) entry {
+	if path == RootPath || path == "" {
+		return entry{}
+	}
+	parent, name := splitPath(path)
+	return entry{parent: parent, name: name}
+}
+
+// btreeDegree is the B-tree's branching factor: wide nodes keep lookups shallow and
+// copy-on-write copies few.
+const btreeDegree = 32
+
 // Tree is the znode tree plus the session and ephemeral tables that live with it.
 //
 // A Tree is not safe for concurrent use: one writer (the apply loop) mutates it, and
 // readers must be excluded while it does (the server's tree lock). It reads no clock and
 // starts no goroutines: every time and zxid comes from the caller.
+//
+// The nodes live in a copy-on-write B-tree of immutable values, so Snapshot is O(1) and
+// the snapshot can be read by another goroutine while the tree keeps changing.
 type Tree struct {
-	nodes      map[string]*Node
+	index      *btree.BTreeG[entry]
 	ephemerals map[int64]map[string]struct{} // session id -> its ephemeral paths
 	containers map[string]struct{}
 	ttls       map[string]struct{}
@@ -43,41 +75,42 @@ type Tree struct {
 	recording bool
 }
 
-// New returns a tree holding only /, /zookeeper, /zookeeper/quota and /zookeeper/config,
-// with zeroed stats as on a fresh ZooKeeper server.
-func New() *Tree {
-	t := &Tree{
-		nodes:      make(map[string]*Node),
+func newTree() *Tree {
+	return &Tree{
+		index:      btree.NewG(btreeDegree, entryLess),
 		ephemerals: make(map[int64]map[string]struct{}),
 		containers: make(map[string]struct{}),
 		ttls:       make(map[string]struct{}),
 		sessions:   make(map[int64]*Session),
 	}
-	t.insert(RootPath, &Node{Data: []byte{}, ACL: wire.OpenACLUnsafe})
-	for _, p := range []string{ProcPath, QuotaPath, ConfigPath} {
-		n := &Node{Data: []byte{}, ACL: wire.OpenACLUnsafe}
-		if p == ConfigPath {
-			// ZooKeeper creates /zookeeper/config with aversion -1 and a READ-only ACL.
-			n.ACL, n.Aversion = wire.ReadACLUnsafe, -1
-		}
-		t.insert(p, n)
-		parent, name := splitPath(p)
-		t.nodes[parent].addChild(name)
+}
+
+// New returns a tree holding only /, /zookeeper, /zookeeper/quota and /zookeeper/config,
+// with zeroed stats as on a fresh ZooKeeper server.
+func New() *Tree {
+	t := newTree()
+	t.put(&Node{Path: RootPath, Data: []byte{}, ACL: wire.OpenACLUnsafe, numChildren: 1})
+	t.put(&Node{Path: ProcPath, Data: []byte{}, ACL: wire.OpenACLUnsafe, numChildren: 2})
+	t.put(&Node{Path: QuotaPath, Data: []byte{}, ACL: wire.OpenACLUnsafe})
+	// ZooKeeper creates /zookeeper/config with aversion -1 and a READ-only ACL.
+	t.put(&Node{Path: ConfigPath, Data: []byte{}, ACL: wire.ReadACLUnsafe, Aversion: -1})
+	for _, n := range []*Node{t.Get(RootPath), t.Get(ProcPath), t.Get(QuotaPath), t.Get(ConfigPath)} {
+		t.dataSize += int64(len(n.Path) + len(n.Data))
 	}
 	return t
 }
 
-func (n *Node) addChild(name string) {
-	if n.children == nil {
-		n.children = make(map[string]struct{})
-	}
-	n.children[name] = struct{}{}
+// put stores n in the index, replacing the node at its path if there is one.
+func (t *Tree) put(n *Node) {
+	e := keyOf(n.Path)
+	e.node = n
+	t.index.ReplaceOrInsert(e)
 }
 
-// insert adds n at path to the indexes; the caller links it to its parent.
-func (t *Tree) insert(path string, n *Node) {
-	t.nodes[path] = n
-	t.dataSize += int64(len(path) + len(n.Data))
+// insert adds a new node to the index and the secondary indexes.
+func (t *Tree) insert(n *Node) {
+	t.put(n)
+	t.dataSize += int64(len(n.Path) + len(n.Data))
 	switch n.Kind() {
 	case Ephemeral:
 		m := t.ephemerals[n.Owner]
@@ -85,40 +118,68 @@ func (t *Tree) insert(path string, n *Node) {
 			m = make(map[string]struct{})
 			t.ephemerals[n.Owner] = m
 		}
-		m[path] = struct{}{}
+		m[n.Path] = struct{}{}
 	case Container:
-		t.containers[path] = struct{}{}
+		t.containers[n.Path] = struct{}{}
 	case TTL:
-		t.ttls[path] = struct{}{}
+		t.ttls[n.Path] = struct{}{}
 	}
 }
 
-// remove drops the node at path from the indexes; the caller unlinks it from its parent.
-func (t *Tree) remove(path string, n *Node) {
-	delete(t.nodes, path)
-	t.dataSize -= int64(len(path) + len(n.Data))
+// remove drops a node from the index and the secondary indexes.
+func (t *Tree) remove(n *Node) {
+	t.index.Delete(keyOf(n.Path))
+	t.dataSize -= int64(len(n.Path) + len(n.Data))
 	switch n.Kind() {
 	case Ephemeral:
 		if m := t.ephemerals[n.Owner]; m != nil {
-			delete(m, path)
+			delete(m, n.Path)
 			if len(m) == 0 {
 				delete(t.ephemerals, n.Owner)
 			}
 		}
 	case Container:
-		delete(t.containers, path)
+		delete(t.containers, n.Path)
 	case TTL:
-		delete(t.ttls, path)
+		delete(t.ttls, n.Path)
 	}
 }
 
 // Get returns the node at path, or nil. The empty path names the root, as in
-// ZooKeeper's DataTree (which keys the root by "").
+// ZooKeeper's DataTree (which keys the root by ""). The node is immutable: it stays
+// valid, describing the node as it was, after the tree changes.
 func (t *Tree) Get(path string) *Node {
+	e, ok := t.index.Get(keyOf(path))
+	if !ok {
+		return nil
+	}
+	return e.node
+}
+
+// Children returns the names of path's children in lexicographic order (ZooKeeper's
+// order is a HashSet's: unspecified; every client sorts), or nil.
+func (t *Tree) Children(path string) []string {
+	n := t.Get(path)
+	if n == nil || n.numChildren == 0 {
+		return nil
+	}
+	out := make([]string, 0, n.numChildren)
+	t.eachChild(path, func(e entry) { out = append(out, e.name) })
+	return out
+}
+
+// eachChild calls fn for each child entry of path, in name order.
+func (t *Tree) eachChild(path string, fn func(entry)) {
 	if path == "" {
 		path = RootPath
 	}
-	return t.nodes[path]
+	t.index.AscendGreaterOrEqual(entry{parent: path}, func(e entry) bool {
+		if e.parent != path {
+			return false
+		}
+		fn(e)
+		return true
+	})
 }
 
 // LastZxid returns the zxid of the last txn applied.
@@ -132,7 +193,7 @@ func (t *Tree) SetLastZxid(zxid int64) {
 }
 
 // NodeCount returns the node count as ZooKeeper reports it, which counts the root twice.
-func (t *Tree) NodeCount() int { return len(t.nodes) + 1 }
+func (t *Tree) NodeCount() int { return t.index.Len() + 1 }
 
 // DataSize returns the approximate data size: the sum of path and data lengths.
 func (t *Tree) DataSize() int64 { return t.dataSize }
@@ -167,62 +228,62 @@ func (t *Tree) Rollback() {
 	t.undo = t.undo[:0]
 }
 
-// Create adds a node. The caller has checked that the parent exists and path does not.
-// The parent's child counter and pzxid advance, as in DataTree.createNode.
+// replace puts changed in the place of old (same path), recording the undo.
+func (t *Tree) replace(old, changed *Node) {
+	t.put(changed)
+	t.record(func() { t.put(old) })
+}
+
+// Create adds a node and returns it. The caller has checked that the parent exists and
+// path does not. The parent's child counter and pzxid advance, as in DataTree.createNode.
 func (t *Tree) Create(path string, data []byte, acl []wire.ACL, owner, zxid, time int64) *Node {
-	parentPath, name := splitPath(path)
-	parent := t.nodes[parentPath]
-	n := &Node{Data: data, ACL: acl, Czxid: zxid, Mzxid: zxid, Pzxid: zxid, Ctime: time, Mtime: time, Owner: owner}
-	oldCreates, oldPzxid := parent.childCreates, parent.Pzxid
-	parent.childCreates++
-	parent.Pzxid = zxid
-	parent.addChild(name)
-	t.insert(path, n)
-	t.record(func() {
-		t.remove(path, n)
-		delete(parent.children, name)
-		parent.childCreates, parent.Pzxid = oldCreates, oldPzxid
-	})
+	parentPath, _ := splitPath(path)
+	parent := t.Get(parentPath)
+	p := *parent
+	p.childCreates++
+	p.numChildren++
+	p.Pzxid = zxid
+	t.replace(parent, &p)
+	n := &Node{Path: path, Data: data, ACL: acl, Czxid: zxid, Mzxid: zxid, Pzxid: zxid, Ctime: time, Mtime: time, Owner: owner}
+	t.insert(n)
+	t.record(func() { t.remove(n) })
 	return n
 }
 
 // Delete removes a node that exists and has no children. The parent's pzxid advances
 // (never backwards); its child counter does not change, so the visible cversion still grows.
 func (t *Tree) Delete(path string, zxid int64) {
-	n := t.nodes[path]
-	parentPath, name := splitPath(path)
-	parent := t.nodes[parentPath]
-	oldPzxid := parent.Pzxid
-	t.remove(path, n)
-	delete(parent.children, name)
-	if zxid > parent.Pzxid {
-		parent.Pzxid = zxid
-	}
-	t.record(func() {
-		t.insert(path, n)
-		parent.addChild(name)
-		parent.Pzxid = oldPzxid
-	})
+	n := t.Get(path)
+	parentPath, _ := splitPath(path)
+	parent := t.Get(parentPath)
+	t.remove(n)
+	t.record(func() { t.insert(n) })
+	p := *parent
+	p.numChildren--
+	p.Pzxid = max(p.Pzxid, zxid)
+	t.replace(parent, &p)
 }
 
-// SetData replaces a node's data and advances its version.
-func (t *Tree) SetData(n *Node, path string, data []byte, zxid, time int64) {
-	old := *n
-	t.dataSize += int64(len(data) - len(n.Data))
+// SetData replaces a node's data, advances its version, and returns the new node.
+func (t *Tree) SetData(path string, data []byte, zxid, time int64) *Node {
+	old := t.Get(path)
+	n := *old
 	n.Data, n.Mzxid, n.Mtime = data, zxid, time
 	n.Version++
-	t.record(func() {
-		t.dataSize -= int64(len(data) - len(old.Data))
-		n.Data, n.Mzxid, n.Mtime, n.Version = old.Data, old.Mzxid, old.Mtime, old.Version
-	})
+	t.dataSize += int64(len(data) - len(old.Data))
+	t.replace(old, &n)
+	t.record(func() { t.dataSize -= int64(len(data) - len(old.Data)) })
+	return &n
 }
 
-// SetACL replaces a node's ACL and advances its aversion.
-func (t *Tree) SetACL(n *Node, acl []wire.ACL) {
-	oldACL, oldAversion := n.ACL, n.Aversion
+// SetACL replaces a node's ACL, advances its aversion, and returns the new node.
+func (t *Tree) SetACL(path string, acl []wire.ACL) *Node {
+	old := t.Get(path)
+	n := *old
 	n.ACL = acl
 	n.Aversion++
-	t.record(func() { n.ACL, n.Aversion = oldACL, oldAversion })
+	t.replace(old, &n)
+	return &n
 }
 
 // AddSession records a session. Sessions are created by txns so every replica has them.
@@ -245,8 +306,10 @@ func (t *Tree) RemoveSession(id int64) {
 func (t *Tree) Session(id int64) *Session { return t.sessions[id] }
 
 // Sessions returns every live session, ordered by id.
-func (t *Tree) Sessions() []*Session {
-	out := slices.Collect(maps.Values(t.sessions))
+func (t *Tree) Sessions() []*Session { return sortedSessions(t.sessions) }
+
+func sortedSessions(m map[int64]*Session) []*Session {
+	out := slices.Collect(maps.Values(m))
 	slices.SortFunc(out, func(a, b *Session) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
@@ -274,31 +337,28 @@ func (t *Tree) Containers() []string { return slices.Sorted(maps.Keys(t.containe
 // TTLNodes returns the paths of TTL nodes in lexicographic order.
 func (t *Tree) TTLNodes() []string { return slices.Sorted(maps.Keys(t.ttls)) }
 
-// CountDescendants returns the number of nodes below path (getAllChildrenNumber).
-// It walks by prefix, as ZooKeeper does, so it costs one pass over the tree.
+// CountDescendants returns the number of nodes below path (getAllChildrenNumber). It
+// walks the subtree, so it costs the subtree's size, not the tree's.
 func (t *Tree) CountDescendants(path string) int {
-	prefix := path + "/"
-	if path == RootPath {
-		prefix = "/"
-	}
 	n := 0
-	for p := range t.nodes {
-		if p != path && strings.HasPrefix(p, prefix) {
+	var visit func(p string)
+	visit = func(p string) {
+		t.eachChild(p, func(e entry) {
 			n++
-		}
+			if e.node.numChildren > 0 {
+				visit(e.node.Path)
+			}
+		})
 	}
+	visit(path)
 	return n
 }
 
-// Walk calls fn for every node, parents before children, siblings in lexicographic order.
-func (t *Tree) Walk(fn func(path string, n *Node)) {
-	var visit func(path string)
-	visit = func(path string) {
-		n := t.nodes[path]
-		fn(path, n)
-		for _, c := range n.Children() {
-			visit(Join(path, c))
-		}
-	}
-	visit(RootPath)
+// Walk calls fn for every node in index order: every parent before its children,
+// siblings in name order.
+func (t *Tree) Walk(fn func(n *Node)) {
+	t.index.Ascend(func(e entry) bool {
+		fn(e.node)
+		return true
+	})
 }

@@ -61,7 +61,7 @@ func (a *applier) setData(r *wire.SetDataRequest) (wire.Stat, error) {
 	if err := checkVersion(n.Version, r.Version); err != nil {
 		return wire.Stat{}, err
 	}
-	a.tree.SetData(n, r.Path, r.Data, a.txn.Zxid, a.txn.Time)
+	n = a.tree.SetData(r.Path, r.Data, a.txn.Zxid, a.txn.Time)
 	a.emit(wire.EventNodeDataChanged, r.Path, n.ACL)
 	return n.Stat(), nil
 }
@@ -85,8 +85,7 @@ func (a *applier) setACL(r *wire.SetACLRequest) (wire.Stat, error) {
 	if err := checkVersion(n.Aversion, r.Version); err != nil {
 		return wire.Stat{}, err
 	}
-	a.tree.SetACL(n, acl)
-	return n.Stat(), nil
+	return a.tree.SetACL(r.Path, acl).Stat(), nil
 }
 
 func (a *applier) check(r *wire.PathVersionRequest) error {
