@@ -1,0 +1,234 @@
+package datatree
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+
+	"github.com/google/btree"
+
+	"github.com/paddock/paddock/server/wire"
+)
+
+// ErrBadSnapshot is returned when snapshot records do not make a consistent tree.
+var ErrBadSnapshot = errors.New("datatree: bad snapshot")
+
+// Snapshot is the tree as it was at one zxid. Taking it costs O(1) in the tree's size
+// (the node index is cloned lazily, copy-on-write) plus a copy of the session table; after
+// that, Records may run on another goroutine while the tree keeps changing.
+type Snapshot struct {
+	Zxid     int64
+	index    *btree.BTreeG[entry]
+	sessions []*Session
+}
+
+// Snapshot takes a snapshot. It must be called where the tree cannot change (by the
+// writer, or under the tree lock).
+func (t *Tree) Snapshot() *Snapshot {
+	return &Snapshot{Zxid: t.lastZxid, index: t.index.Clone(), sessions: t.Sessions()}
+}
+
+// Record kinds of the snapshot encoding.
+const (
+	recordHeader  int32 = 1
+	recordNode    int32 = 2
+	recordSession int32 = 3
+
+	snapshotVersion int32 = 1
+)
+
+// Records calls fn with each record of the snapshot, in order: a header {kind, version,
+// zxid, node count, session count}, every node (parents before children), every session.
+// Each payload is only valid during the call. The node layout:
+//
+//	int kind=2 | ustring path | buffer data | vector<ACL> acl | long czxid | long mzxid |
+//	long pzxid | long ctime | long mtime | int version | int aversion | long owner |
+//	int childCreates
+//
+// and a session: int kind=3 | long id | int timeout | buffer password.
+func (s *Snapshot) Records(fn func(payload []byte) error) error {
+	var e wire.Encoder
+	e.Int(recordHeader)
+	e.Int(snapshotVersion)
+	e.Long(s.Zxid)
+	e.Long(int64(s.index.Len()))
+	e.Long(int64(len(s.sessions)))
+	if err := fn(e.Bytes()); err != nil {
+		return err
+	}
+	return s.body(&e, fn)
+}
+
+// body emits the node and session records.
+func (s *Snapshot) body(e *wire.Encoder, fn func(payload []byte) error) error {
+	var err error
+	s.index.Ascend(func(en entry) bool {
+		e.Reset()
+		encodeNode(e, en.node)
+		err = fn(e.Bytes())
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, sess := range s.sessions {
+		e.Reset()
+		e.Int(recordSession)
+		e.Long(sess.ID)
+		e.Int(sess.Timeout)
+		e.Buffer(sess.Password)
+		if err := fn(e.Bytes()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func encodeNode(e *wire.Encoder, n *Node) {
+	e.Int(recordNode)
+	e.String(n.Path)
+	e.Buffer(n.Data)
+	e.Int(int32(len(n.ACL)))
+	for _, a := range n.ACL {
+		e.Int(int32(a.Perms))
+		e.String(a.Scheme)
+		e.String(a.ID)
+	}
+	e.Long(n.Czxid)
+	e.Long(n.Mzxid)
+	e.Long(n.Pzxid)
+	e.Long(n.Ctime)
+	e.Long(n.Mtime)
+	e.Int(n.Version)
+	e.Int(n.Aversion)
+	e.Long(n.Owner)
+	e.Int(n.childCreates)
+}
+
+// Digest returns a SHA-256 of the tree's nodes and sessions, in the snapshot encoding:
+// two trees with the same digest hold the same nodes, data, ACLs, stats and sessions.
+func (t *Tree) Digest() [32]byte {
+	h := sha256.New()
+	var e wire.Encoder
+	t.Snapshot().body(&e, func(p []byte) error {
+		h.Write(p)
+		return nil
+	})
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// Loader rebuilds a tree from snapshot records, one Add at a time, checking that they
+// make a consistent tree: a header first, every parent before its children, no path
+// twice, and the counts the header announced.
+type Loader struct {
+	t        *Tree
+	header   bool
+	nodes    int64
+	sessions int64
+	err      error
+}
+
+// NewLoader returns a loader for one snapshot.
+func NewLoader() *Loader { return &Loader{t: newTree()} }
+
+// Add decodes one record. It returns an error wrapping ErrBadSnapshot if the record is
+// malformed or out of place; the loader is then unusable.
+func (l *Loader) Add(payload []byte) error {
+	if l.err != nil {
+		return l.err
+	}
+	d := wire.NewDecoder(payload)
+	kind := d.Int()
+	switch {
+	case !l.header && kind != recordHeader:
+		l.err = fmt.Errorf("%w: first record is kind %d, not a header", ErrBadSnapshot, kind)
+	case kind == recordHeader:
+		l.err = l.addHeader(d)
+	case kind == recordNode:
+		l.err = l.addNode(d)
+	case kind == recordSession:
+		l.err = l.addSession(d)
+	default:
+		l.err = fmt.Errorf("%w: unknown record kind %d", ErrBadSnapshot, kind)
+	}
+	if l.err == nil && d.Err() != nil {
+		l.err = fmt.Errorf("%w: record kind %d: %v", ErrBadSnapshot, kind, d.Err())
+	}
+	return l.err
+}
+
+func (l *Loader) addHeader(d *wire.Decoder) error {
+	if l.header {
+		return fmt.Errorf("%w: second header", ErrBadSnapshot)
+	}
+	if v := d.Int(); v != snapshotVersion {
+		return fmt.Errorf("%w: version %d (this build reads %d)", ErrBadSnapshot, v, snapshotVersion)
+	}
+	l.header = true
+	l.t.lastZxid = d.Long()
+	l.nodes = d.Long()
+	l.sessions = d.Long()
+	return nil
+}
+
+func (l *Loader) addNode(d *wire.Decoder) error {
+	n := &Node{Path: d.String(), Data: d.Buffer()}
+	if c := d.Count(12); c > 0 {
+		n.ACL = make([]wire.ACL, c)
+		for i := range n.ACL {
+			n.ACL[i] = wire.ACL{Perms: wire.Perm(d.Int()), Scheme: d.String(), ID: d.String()}
+		}
+	}
+	n.Czxid, n.Mzxid, n.Pzxid, n.Ctime, n.Mtime = d.Long(), d.Long(), d.Long(), d.Long(), d.Long()
+	n.Version, n.Aversion, n.Owner, n.childCreates = d.Int(), d.Int(), d.Long(), d.Int()
+	if d.Err() != nil {
+		return nil // reported by Add
+	}
+	if l.t.Get(n.Path) != nil {
+		return fmt.Errorf("%w: %q twice", ErrBadSnapshot, n.Path)
+	}
+	if n.Path != RootPath {
+		if err := ValidatePath(n.Path); err != nil {
+			return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+		}
+		parentPath, _ := splitPath(n.Path)
+		parent := l.t.Get(parentPath)
+		if parent == nil {
+			return fmt.Errorf("%w: %q comes before its parent", ErrBadSnapshot, n.Path)
+		}
+		p := *parent
+		p.numChildren++
+		l.t.put(&p)
+	} else if l.t.index.Len() != 0 {
+		return fmt.Errorf("%w: the root is not the first node", ErrBadSnapshot)
+	}
+	l.t.insert(n)
+	return nil
+}
+
+func (l *Loader) addSession(d *wire.Decoder) error {
+	s := &Session{ID: d.Long(), Timeout: d.Int(), Password: d.Buffer()}
+	if l.t.sessions[s.ID] != nil {
+		return fmt.Errorf("%w: session 0x%x twice", ErrBadSnapshot, s.ID)
+	}
+	l.t.sessions[s.ID] = s
+	return nil
+}
+
+// Tree returns the loaded tree, after checking that every announced record arrived.
+func (l *Loader) Tree() (*Tree, error) {
+	switch {
+	case l.err != nil:
+		return nil, l.err
+	case !l.header:
+		return nil, fmt.Errorf("%w: no header", ErrBadSnapshot)
+	case int64(l.t.index.Len()) != l.nodes || int64(len(l.t.sessions)) != l.sessions:
+		return nil, fmt.Errorf("%w: %d nodes and %d sessions, header says %d and %d",
+			ErrBadSnapshot, l.t.index.Len(), len(l.t.sessions), l.nodes, l.sessions)
+	case l.t.Get(RootPath) == nil:
+		return nil, fmt.Errorf("%w: no root", ErrBadSnapshot)
+	}
+	return l.t, nil
+}
