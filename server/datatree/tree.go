@@ -198,12 +198,9 @@ func (t *Tree) NodeCount() int { return t.index.Len() + 1 }
 // DataSize returns the approximate data size: the sum of path and data lengths.
 func (t *Tree) DataSize() int64 { return t.dataSize }
 
-// record saves an inverse mutation while a multi is being applied.
-func (t *Tree) record(f func()) {
-	if t.recording {
-		t.undo = append(t.undo, f)
-	}
-}
+// record saves an inverse mutation while a multi is being applied. Callers check
+// t.recording first, so that no closure is allocated outside a multi.
+func (t *Tree) record(f func()) { t.undo = append(t.undo, f) }
 
 // Begin starts recording mutations so that Rollback can undo them. Not reentrant.
 func (t *Tree) Begin() {
@@ -231,7 +228,9 @@ func (t *Tree) Rollback() {
 // replace puts changed in the place of old (same path), recording the undo.
 func (t *Tree) replace(old, changed *Node) {
 	t.put(changed)
-	t.record(func() { t.put(old) })
+	if t.recording {
+		t.record(func() { t.put(old) })
+	}
 }
 
 // Create adds a node and returns it. The caller has checked that the parent exists and
@@ -246,7 +245,9 @@ func (t *Tree) Create(path string, data []byte, acl []wire.ACL, owner, zxid, tim
 	t.replace(parent, &p)
 	n := &Node{Path: path, Data: data, ACL: acl, Czxid: zxid, Mzxid: zxid, Pzxid: zxid, Ctime: time, Mtime: time, Owner: owner}
 	t.insert(n)
-	t.record(func() { t.remove(n) })
+	if t.recording {
+		t.record(func() { t.remove(n) })
+	}
 	return n
 }
 
@@ -257,7 +258,9 @@ func (t *Tree) Delete(path string, zxid int64) {
 	parentPath, _ := splitPath(path)
 	parent := t.Get(parentPath)
 	t.remove(n)
-	t.record(func() { t.insert(n) })
+	if t.recording {
+		t.record(func() { t.insert(n) })
+	}
 	p := *parent
 	p.numChildren--
 	p.Pzxid = max(p.Pzxid, zxid)
@@ -272,7 +275,9 @@ func (t *Tree) SetData(path string, data []byte, zxid, time int64) *Node {
 	n.Version++
 	t.dataSize += int64(len(data) - len(old.Data))
 	t.replace(old, &n)
-	t.record(func() { t.dataSize -= int64(len(data) - len(old.Data)) })
+	if t.recording {
+		t.record(func() { t.dataSize -= int64(len(data) - len(old.Data)) })
+	}
 	return &n
 }
 
@@ -289,7 +294,9 @@ func (t *Tree) SetACL(path string, acl []wire.ACL) *Node {
 // AddSession records a session. Sessions are created by txns so every replica has them.
 func (t *Tree) AddSession(s *Session) {
 	t.sessions[s.ID] = s
-	t.record(func() { delete(t.sessions, s.ID) })
+	if t.recording {
+		t.record(func() { delete(t.sessions, s.ID) })
+	}
 }
 
 // RemoveSession forgets a session; its ephemerals must be deleted by the caller first.
@@ -299,7 +306,9 @@ func (t *Tree) RemoveSession(id int64) {
 		return
 	}
 	delete(t.sessions, id)
-	t.record(func() { t.sessions[id] = s })
+	if t.recording {
+		t.record(func() { t.sessions[id] = s })
+	}
 }
 
 // Session returns a live session, or nil.

@@ -1,0 +1,74 @@
+package datatree
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/paddock/paddock/server/wire"
+)
+
+// benchTree returns a tree of n nodes: /bench/d<i/1000>/n<i>, 1000 children a parent.
+func benchTree(n int) (*Tree, []string) {
+	t := New()
+	t.Create("/bench", nil, wire.OpenACLUnsafe, 0, 1, 1)
+	paths := make([]string, 0, n)
+	for i := 0; i < n; i++ {
+		dir := fmt.Sprintf("/bench/d%d", i/1000)
+		if i%1000 == 0 {
+			t.Create(dir, nil, wire.OpenACLUnsafe, 0, int64(i+2), 1)
+		}
+		p := fmt.Sprintf("%s/n%d", dir, i)
+		t.Create(p, make([]byte, 100), wire.OpenACLUnsafe, 0, int64(i+2), 1)
+		paths = append(paths, p)
+	}
+	return t, paths
+}
+
+func BenchmarkGet(b *testing.B) {
+	t, paths := benchTree(100_000)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if t.Get(paths[i%len(paths)]) == nil {
+			b.Fatal("missing")
+		}
+	}
+}
+
+func BenchmarkSetData(b *testing.B) {
+	t, paths := benchTree(100_000)
+	data := make([]byte, 100)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t.SetData(paths[i%len(paths)], data, int64(i), 1)
+	}
+}
+
+func BenchmarkCreateDelete(b *testing.B) {
+	t, _ := benchTree(100_000)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t.Create("/bench/d7/x", nil, wire.OpenACLUnsafe, 0, int64(i), 1)
+		t.Delete("/bench/d7/x", int64(i))
+	}
+}
+
+func BenchmarkChildren1000(b *testing.B) {
+	t, _ := benchTree(10_000)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if len(t.Children("/bench/d3")) != 1000 {
+			b.Fatal("children")
+		}
+	}
+}
+
+// BenchmarkSnapshotRecords encodes a 100k-node tree's snapshot; the clone itself is O(1).
+func BenchmarkSnapshotRecords(b *testing.B) {
+	t, _ := benchTree(100_000)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		n := 0
+		t.Snapshot().Records(func(p []byte) error { n += len(p); return nil })
+		b.SetBytes(int64(n))
+	}
+}
