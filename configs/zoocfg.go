@@ -165,6 +165,7 @@ func (m *zooMapper) finish() (*zooCfg, error) {
 	}
 	errs = append(errs, m.clientAddr(c), m.myid(c))
 	m.adminAddr(c)
+	m.autopurge(c)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -228,6 +229,29 @@ func (m *zooMapper) adminAddr(c *zooCfg) {
 	}
 	c.set("admin_addr", net.JoinHostPort(host, strconv.Itoa(port)), "admin.serverAddress, admin.serverPort")
 }
+
+// autopurge applies ZooKeeper's rules for autopurge.*: purging is off unless
+// purgeInterval is set (paddock's own default is hourly), and a snapRetainCount below 3
+// is raised to 3 with a warning, as QuorumPeerConfig does, rather than refused.
+func (m *zooMapper) autopurge(c *zooCfg) {
+	if _, ok := m.got["autopurge.purgeInterval"]; !ok {
+		c.set("purge_interval", time.Duration(0), "ZooKeeper's default autopurge.purgeInterval (0: off)")
+	}
+	n, ok := m.got["autopurge.snapRetainCount"].(int)
+	if !ok {
+		return // ZooKeeper's default, 3, is paddock's
+	}
+	if n < minSnapRetainCount {
+		m.logger.Warn("zoo.cfg autopurge.snapRetainCount below the minimum: raised to it, as in zookeeper",
+			"key", "autopurge.snapRetainCount", "value", n, "minimum", minSnapRetainCount, "file", m.path)
+		n = minSnapRetainCount
+	}
+	c.set("snap_retain_count", n, "autopurge.snapRetainCount")
+}
+
+// minSnapRetainCount is ZooKeeper's MIN_SNAP_RETAIN_COUNT, which server.Config's
+// snap_retain_count also requires.
+const minSnapRetainCount = 3
 
 // myid reads the server id from dataDir/myid when the file exists; like ZooKeeper, a
 // standalone server does not need one.

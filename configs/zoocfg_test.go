@@ -13,11 +13,13 @@ import (
 )
 
 // zkDefaults is what a zoo.cfg gives for the keys it leaves out where ZooKeeper's
-// defaults differ from paddock's: tickTime 3000 and the AdminServer on 0.0.0.0:8080.
+// defaults differ from paddock's: tickTime 3000, the AdminServer on 0.0.0.0:8080 and no
+// autopurge.
 func zkDefaults() server.Config {
 	cfg := server.DefaultConfig()
 	cfg.TickTime = 3 * time.Second
 	cfg.AdminAddr = "0.0.0.0:8080"
+	cfg.PurgeInterval = 0
 	return cfg
 }
 
@@ -131,6 +133,8 @@ maxSessionTimeout=90000
 snapCount=5000
 preAllocSize=16384
 globalOutstandingLimit=2000
+autopurge.snapRetainCount=5
+autopurge.purgeInterval=24
 4lw.commands.whitelist=ruok, mntr ,,stat
 admin.serverAddress=127.0.0.2
 admin.serverPort=9090
@@ -153,6 +157,7 @@ znode.container.maxPerMinute=600
 				c.MaxBuffer, c.SuperDigest = 4<<20, "super:D/InIHSb7yEEbrWz8b9l71RjZJU="
 				c.ContainerCheckInterval, c.ContainerMaxPerMinute = 5*time.Second, 600
 				c.ServerID = 42
+				c.SnapRetainCount, c.PurgeInterval = 5, 24*time.Hour
 			},
 		},
 		{
@@ -202,14 +207,13 @@ znode.container.maxPerMinute=600
 		},
 		{
 			name: "ignored keys",
-			cfg: "dataDir=DIR\nclientPort=2181\nautopurge.snapRetainCount=3\nautopurge.purgeInterval=1\n" +
+			cfg: "dataDir=DIR\nclientPort=2181\n" +
 				"metricsProvider.className=x.Y\nssl.keyStore.password=hunter2\n" +
 				"secureClientPort=2281\nserverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n" +
 				"admin.idleTimeout=30000\nlocalSessionsEnabled=true\nelectionAlg=3\nquorumListenOnAllIPs=false\n" +
 				"authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n",
 			want: func(c *server.Config) { c.ClientAddr = ":2181" },
-			warned: []string{"autopurge.snapRetainCount", "autopurge.purgeInterval",
-				"metricsProvider.className", "ssl.keyStore.password", "secureClientPort",
+			warned: []string{"metricsProvider.className", "ssl.keyStore.password", "secureClientPort",
 				"serverCnxnFactory", "admin.idleTimeout", "localSessionsEnabled", "electionAlg",
 				"quorumListenOnAllIPs", "authProvider.1"},
 		},
@@ -353,6 +357,12 @@ func TestZooCfgErrors(t *testing.T) {
 			[]string{"server.prealloc_size = 4294967296", "(from preAllocSize in FILE)"}},
 		{"preAllocSize not a number", base + "preAllocSize=64M\n", "",
 			[]string{`preAllocSize = "64M": want a size in KiB, an integer >= 0`}},
+		{"purgeInterval with a unit", base + "autopurge.purgeInterval=1h\n", "",
+			[]string{`FILE:3: autopurge.purgeInterval = "1h": want hours, an integer up to 2562047; 0 or less disables purging`}},
+		{"purgeInterval beyond a duration", base + "autopurge.purgeInterval=2562048\n", "",
+			[]string{`autopurge.purgeInterval = "2562048": want hours`}},
+		{"snapRetainCount not a number", base + "autopurge.snapRetainCount=three\n", "",
+			[]string{`FILE:3: autopurge.snapRetainCount = "three": want an integer`}},
 		{"malformed escape", base + "dataLogDir=C:\\users\n", "",
 			[]string{`FILE: line 3: malformed \uxxxx escape`}},
 	}
@@ -384,6 +394,47 @@ func TestZooCfgDynamicFile(t *testing.T) {
 	wantErr(t, err, "dynamicConfigFile", "/nonexistent/zoo.cfg.dynamic")
 }
 
+// TestZooCfgAutopurge checks ZooKeeper's rules for autopurge.*, as the 3.8 jar applies
+// them: QuorumPeerConfig raises a snapRetainCount below 3 to 3 with the warning "Invalid
+// autopurge.snapRetainCount: 1. Defaulting to 3", and DatadirCleanupManager does not
+// schedule the purge for a purgeInterval of 0 or less ("Purge task is not scheduled.").
+func TestZooCfgAutopurge(t *testing.T) {
+	tests := []struct {
+		name     string
+		keys     string
+		retain   int
+		interval time.Duration
+		warned   bool
+	}{
+		{"unset: ZooKeeper keeps everything", "", 3, 0, false},
+		{"hourly", "autopurge.purgeInterval=1\n", 3, time.Hour, false},
+		{"off", "autopurge.snapRetainCount=10\nautopurge.purgeInterval=0\n", 10, 0, false},
+		{"negative interval is off", "autopurge.purgeInterval=-2\n", 3, 0, false},
+		{"retain count raised to 3", "autopurge.snapRetainCount=1\nautopurge.purgeInterval=6\n", 3, 6 * time.Hour, true},
+		{"negative retain count raised to 3", "autopurge.snapRetainCount=-5\n", 3, 0, true},
+		{"retain count of 3", "autopurge.snapRetainCount=3\n", 3, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, log, err := loadZooCfg(t, "dataDir=DIR\nclientPort=2181\n"+tt.keys, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.SnapRetainCount != tt.retain || cfg.PurgeInterval != tt.interval {
+				t.Errorf("snap_retain_count, purge_interval = %d, %v; want %d, %v",
+					cfg.SnapRetainCount, cfg.PurgeInterval, tt.retain, tt.interval)
+			}
+			warned := strings.Contains(log, "autopurge.snapRetainCount below the minimum")
+			if warned != tt.warned {
+				t.Errorf("warned about snapRetainCount: %v, want %v; log:\n%s", warned, tt.warned, log)
+			}
+			if got := warnedKeys(log); len(got) > 0 {
+				t.Errorf("autopurge keys ignored with a warning: %q", got)
+			}
+		})
+	}
+}
+
 func TestZooCfgWithYAMLServerSection(t *testing.T) {
 	clearPaddockEnv(t)
 	yaml := writeFile(t, "paddock.yaml", "server:\n  tick_time: 1s\n")
@@ -405,6 +456,16 @@ func TestZooCfgEnvOverrides(t *testing.T) {
 	cfg, err := LoadServer(Options{ZooCfg: zoo})
 	if err != nil || cfg.TickTime != 750*time.Millisecond {
 		t.Errorf("tick_time = %v, err = %v; want the environment's 750ms over zoo.cfg's 2000", cfg.TickTime, err)
+	}
+}
+
+func TestZooCfgEnvOverridesAutopurge(t *testing.T) {
+	clearPaddockEnv(t)
+	t.Setenv("PADDOCK_SERVER_PURGE_INTERVAL", "30m")
+	zoo := writeFile(t, "zoo.cfg", "dataDir=/tmp/zk\nclientPort=2181\n")
+	cfg, err := LoadServer(Options{ZooCfg: zoo})
+	if err != nil || cfg.PurgeInterval != 30*time.Minute {
+		t.Errorf("purge_interval = %v, err = %v; want the environment's 30m over ZooKeeper's default (off)", cfg.PurgeInterval, err)
 	}
 }
 

@@ -3,6 +3,7 @@ package configs
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +30,9 @@ var zooMapped = map[string]func(string) (any, error){
 	"snapCount":              javaDecode,
 	"preAllocSize":           kibibytes,
 	"globalOutstandingLimit": javaDecode,
+
+	"autopurge.snapRetainCount": javaInt,
+	"autopurge.purgeInterval":   purgeHours,
 
 	"4lw.commands.whitelist": fourLetterWords,
 	"admin.enableServer":     oneOf("true", "false"),
@@ -58,6 +62,7 @@ var zooDirect = []struct{ zk, key string }{
 	{"snapCount", "snap_count"},
 	{"preAllocSize", "prealloc_size"},
 	{"globalOutstandingLimit", "max_outstanding"},
+	{"autopurge.purgeInterval", "purge_interval"},
 	{"4lw.commands.whitelist", "four_letter_words"},
 	{"forceSync", "force_sync"},
 	{"skipACL", "skip_acl"},
@@ -71,7 +76,6 @@ var zooDirect = []struct{ zk, key string }{
 // Why paddock accepts a ZooKeeper key without using it; each reason goes into the warning.
 const (
 	whyEnsemble  = "configures a replicated ensemble, which paddock does not run yet"
-	whyPurge     = "paddock does not purge old snapshots and logs yet"
 	whySecurity  = "paddock has no TLS, SASL, Kerberos or X.509: clients connect in the clear on clientPort"
 	whyJVM       = "a setting of ZooKeeper's Java implementation with no equivalent in paddock"
 	whyClient    = "a ZooKeeper client setting, not a server one"
@@ -107,9 +111,6 @@ var zooIgnored = map[string]struct {
 	"leaderConnectDelayDuringRetryMs": {whyEnsemble, nil},
 	"ensembleAuthName":                {whyEnsemble, nil},
 	"version":                         {whyEnsemble, nil},
-
-	"autopurge.snapRetainCount": {whyPurge, javaInt},
-	"autopurge.purgeInterval":   {whyPurge, javaInt},
 
 	"secureClientPort":                         {whySecurity, javaInt},
 	"secureClientPortAddress":                  {whySecurity, nil},
@@ -347,6 +348,20 @@ func positiveMillis(parse func(string) (any, error)) func(string) (any, error) {
 		}
 		return time.Duration(n.(int)) * time.Millisecond, nil
 	}
+}
+
+// maxPurgeHours is the longest purge interval a time.Duration holds, in hours.
+const maxPurgeHours = int(math.MaxInt64 / int64(time.Hour))
+
+// purgeHours reads autopurge.purgeInterval: hours, parsed with Integer.parseInt. Zero or
+// less disables purging, which ZooKeeper's DatadirCleanupManager does by not scheduling
+// its task; paddock's zero means the same.
+func purgeHours(s string) (any, error) {
+	n, err := javaInt(s)
+	if err != nil || n.(int) > maxPurgeHours {
+		return nil, fmt.Errorf("want hours, an integer up to %d; 0 or less disables purging", maxPurgeHours)
+	}
+	return time.Duration(max(n.(int), 0)) * time.Hour, nil
 }
 
 // sessionTimeout reads minSessionTimeout or maxSessionTimeout: milliseconds, or -1 for
