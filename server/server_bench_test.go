@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ func benchClients(b *testing.B, n int, forceSync bool) []*zk.Conn {
 	cfg := testutil.PaddockConfig(b)
 	cfg.ForceSync = forceSync
 	cfg.PreAllocSize = 64 << 20
+	cfg.MaxClientCnxns = 0 // every client comes from 127.0.0.1
 	addr := testutil.StartServer(b, cfg).Addr().String()
 	conns := make([]*zk.Conn, n)
 	for i := range conns {
@@ -47,6 +49,26 @@ func runParallel(b *testing.B, conns []*zk.Conn, op func(c *zk.Conn, i int64) er
 			}
 		}
 	})
+}
+
+// runClients spreads b.N calls of op over the clients, one goroutine each, so that as
+// many requests are in flight as there are clients.
+func runClients(b *testing.B, conns []*zk.Conn, op func(c *zk.Conn, i int64) error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for _, c := range conns {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+				if err := op(c, i); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
 }
 
 func BenchmarkGetData(b *testing.B) {
@@ -85,4 +107,21 @@ func BenchmarkCreateDelete(b *testing.B) {
 		}
 		return c.Delete(path, -1)
 	})
+}
+
+// BenchmarkDurableCreate measures creates acknowledged after fsync, from 1, 16 and 256
+// clients with one request in flight each: the throughput is how many writes group
+// commit puts behind each fsync.
+func BenchmarkDurableCreate(b *testing.B) {
+	for _, clients := range []int{1, 16, 256} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			conns := benchClients(b, clients, true)
+			data := make([]byte, 100)
+			runClients(b, conns, func(c *zk.Conn, i int64) error {
+				_, err := c.Create(fmt.Sprintf("/bench/n%d", i), data, 0, zk.WorldACL(zk.PermAll))
+				return err
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
+		})
+	}
 }
