@@ -26,6 +26,8 @@ type Config struct {
 	// keeps a write safe from a crash of the process but not from a crash of the
 	// machine; it exists for tests and benchmarks.
 	ForceSync bool
+	// FS is the file system the log lives on; nil means the operating system's.
+	FS FS
 }
 
 // DefaultConfig returns the defaults: 64 MiB segments under data/log, fsync on.

@@ -118,7 +118,7 @@ func checkRecords(t *testing.T, got, want []rec) {
 // segmentFiles lists the segment file names in dir, in order.
 func segmentFiles(t testing.TB, dir string) []string {
 	t.Helper()
-	segs, _, err := listSegments(dir)
+	segs, _, err := listSegments(OS, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func crash(w *WAL) {
 	if w.f != nil {
 		w.f.Close()
 	}
-	w.dir.Close()
+	w.lock.Close()
 	w.closed = true
 }
 

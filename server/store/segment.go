@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -49,8 +50,8 @@ type segment struct {
 
 // listSegments returns the segments in dir in zxid order, and the leftover temporary
 // files of segments whose creation did not finish.
-func listSegments(dir string) (segs []segment, tmps []string, err error) {
-	entries, err := os.ReadDir(dir)
+func listSegments(fsys FS, dir string) (segs []segment, tmps []string, err error) {
+	entries, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: list %s: %w", dir, err)
 	}
@@ -225,16 +226,16 @@ func corrupt(file string, off int64, reason string) error {
 // just past its header. The file is built under a temporary name — preallocated,
 // header written and synced — and renamed into place, then dir is synced, so a
 // segment file always has a whole header.
-func createSegment(dir *os.File, h segmentHeader, size int64) (*os.File, error) {
-	final := filepath.Join(dir.Name(), segmentName(h.base))
+func createSegment(fsys FS, dir string, h segmentHeader, size int64) (File, error) {
+	final := filepath.Join(dir, segmentName(h.base))
 	tmp := final + tmpExt
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o640)
+	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("store: create segment: %w", err)
 	}
 	var hdr [segmentHeaderSize]byte
 	putSegmentHeader(hdr[:], h)
-	err = preallocate(f, size)
+	err = f.Allocate(size)
 	if err == nil {
 		_, err = f.WriteAt(hdr[:], 0)
 	}
@@ -242,17 +243,14 @@ func createSegment(dir *os.File, h segmentHeader, size int64) (*os.File, error) 
 		err = f.Sync()
 	}
 	if err == nil {
-		err = os.Rename(tmp, final)
+		err = fsys.Rename(tmp, final)
 	}
 	if err == nil {
-		err = syncDir(dir)
-	}
-	if err == nil {
-		_, err = f.Seek(segmentHeaderSize, io.SeekStart)
+		err = fsys.SyncDir(dir)
 	}
 	if err != nil {
 		f.Close()
-		os.Remove(tmp)
+		fsys.Remove(tmp)
 		return nil, fmt.Errorf("store: create segment %s: %w", filepath.Base(final), err)
 	}
 	return f, nil
@@ -260,42 +258,26 @@ func createSegment(dir *os.File, h segmentHeader, size int64) (*os.File, error) 
 
 // truncateSegment cuts f back to off and restores the preallocation with zeros, so
 // nothing of the discarded tail can be mistaken for records later, then syncs f.
-func truncateSegment(f *os.File, off, size int64) error {
+func truncateSegment(f File, off, size int64) error {
 	if err := f.Truncate(off); err != nil {
 		return err
 	}
-	if err := preallocate(f, max(size, off)); err != nil {
+	if err := f.Allocate(max(size, off)); err != nil {
 		return err
 	}
 	return f.Sync()
 }
 
 // removeFiles removes paths and then syncs dir.
-func removeFiles(dir *os.File, paths ...string) error {
+func removeFiles(fsys FS, dir string, paths ...string) error {
 	var errs []error
 	for _, p := range paths {
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := fsys.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
-	if err := syncDir(dir); err != nil {
+	if err := fsys.SyncDir(dir); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-// fillZeros extends f to size bytes by writing zeros after its current end.
-func fillZeros(f *os.File, size int64) error {
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	for off := fi.Size(); off < size; {
-		n := min(int64(len(zeros)), size-off)
-		if _, err := f.WriteAt(zeros[:n], off); err != nil {
-			return fmt.Errorf("fill zeros: %w", err)
-		}
-		off += n
-	}
-	return nil
 }

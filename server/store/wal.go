@@ -56,16 +56,18 @@ const (
 // Close, and Open again, which recovers what is on disk.
 type WAL struct {
 	cfg    Config
+	fs     FS
 	logger *slog.Logger
-	dir    *os.File // the log directory: synced after creations and removals; holds the lock
+	lock   io.Closer // the lock on cfg.Dir, released by Close
 
 	// All fields below are owned by the goroutine that calls Append and Sync.
 	segs     []segment // the segments found at Open, as Replay reads them
-	f        *os.File  // the segment being appended to; nil until the first Append creates one
+	f        File      // the segment being appended to; nil until the first Append creates one
 	name     string    // f's file name, for logs and errors
 	off      int64     // offset in f just past the last appended record, buffered ones included
 	mark     int64     // offset in f up to which the data is synced; goes in each record's header
-	buf      []byte    // encoded records not yet written to f: f's position is off-len(buf)
+	buf      []byte    // encoded records not yet written to f
+	wpos     int64     // offset in f at which buf goes: off-len(buf) between calls
 	appended bool      // Append has been called: Replay is no longer allowed
 	err      error     // sticky: the first I/O error of an Append or Sync
 	closed   bool
@@ -85,23 +87,20 @@ func Open(cfg Config, logger *slog.Logger) (*WAL, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
+	fsys := fsOrOS(cfg.FS)
+	if err := fsys.MkdirAll(cfg.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("store: create log directory: %w", err)
 	}
-	dir, err := os.Open(cfg.Dir)
+	lock, err := fsys.Lock(cfg.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("store: open log directory: %w", err)
+		return nil, fmt.Errorf("store: lock log directory: %w", err)
 	}
-	if err := lockDir(dir); err != nil {
-		dir.Close()
-		return nil, err
-	}
-	w := &WAL{cfg: cfg, logger: logger, dir: dir}
+	w := &WAL{cfg: cfg, fs: fsys, logger: logger, lock: lock}
 	if err := w.recover(); err != nil {
 		if w.f != nil {
 			w.f.Close()
 		}
-		dir.Close()
+		lock.Close()
 		return nil, err
 	}
 	logger.Info("log opened", "dir", cfg.Dir, "segments", len(w.segs), "last_zxid", fmtZxid(w.LastZxid()))
@@ -111,13 +110,13 @@ func Open(cfg Config, logger *slog.Logger) (*WAL, error) {
 // recover checks every segment, repairs the tail, and opens the last segment for
 // appending.
 func (w *WAL) recover() error {
-	segs, tmps, err := listSegments(w.cfg.Dir)
+	segs, tmps, err := listSegments(w.fs, w.cfg.Dir)
 	if err != nil {
 		return err
 	}
 	if len(tmps) > 0 {
 		w.logger.Warn("removing unfinished segment files", "files", tmps)
-		if err := removeFiles(w.dir, tmps...); err != nil {
+		if err := removeFiles(w.fs, w.cfg.Dir, tmps...); err != nil {
 			return fmt.Errorf("store: remove unfinished segments: %w", err)
 		}
 	}
@@ -125,7 +124,7 @@ func (w *WAL) recover() error {
 	var torn *tornTail // of the last segment
 	for i := range segs {
 		seg, last := &segs[i], i == len(segs)-1
-		if torn, err = checkFile(seg, last); err != nil {
+		if torn, err = checkFile(w.fs, seg, last); err != nil {
 			return err
 		}
 		name := filepath.Base(seg.path)
@@ -149,7 +148,7 @@ func (w *WAL) recover() error {
 		// The process stopped between creating a segment and syncing its first record.
 		// Removing it lets the next Append name a new segment after its own zxid.
 		w.logger.Warn("removing empty last segment", "file", filepath.Base(segs[n-1].path))
-		if err := removeFiles(w.dir, segs[n-1].path); err != nil {
+		if err := removeFiles(w.fs, w.cfg.Dir, segs[n-1].path); err != nil {
 			return fmt.Errorf("store: remove empty segment: %w", err)
 		}
 		segs, torn = segs[:n-1], nil
@@ -163,18 +162,16 @@ func (w *WAL) recover() error {
 }
 
 // checkFile reads and checks one segment file, filling seg.
-func checkFile(seg *segment, last bool) (*tornTail, error) {
+func checkFile(fsys FS, seg *segment, last bool) (*tornTail, error) {
 	name := filepath.Base(seg.path)
-	f, err := os.Open(seg.path)
+	f, err := fsys.OpenFile(seg.path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", name, err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
+	if seg.size, err = f.Size(); err != nil {
 		return nil, fmt.Errorf("store: stat %s: %w", name, err)
 	}
-	seg.size = fi.Size()
 	return checkSegment(f, seg, last)
 }
 
@@ -183,7 +180,7 @@ func checkFile(seg *segment, last bool) (*tornTail, error) {
 // from the page cache of a process that died before its fdatasync, and new records'
 // sync marks will vouch for all of it.
 func (w *WAL) openTail(seg segment, torn *tornTail) error {
-	f, err := os.OpenFile(seg.path, os.O_RDWR, 0)
+	f, err := w.fs.OpenFile(seg.path, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("store: open %s: %w", filepath.Base(seg.path), err)
 	}
@@ -193,13 +190,10 @@ func (w *WAL) openTail(seg segment, torn *tornTail) error {
 			return fmt.Errorf("store: truncate %s at offset %d: %w", w.name, torn.offset, err)
 		}
 	}
-	if _, err := f.Seek(seg.end, io.SeekStart); err != nil {
-		return fmt.Errorf("store: seek %s: %w", w.name, err)
-	}
-	if err := fdatasync(f); err != nil {
+	if err := f.Datasync(); err != nil {
 		return fmt.Errorf("store: fdatasync %s: %w", w.name, err)
 	}
-	w.off, w.mark = seg.end, seg.end
+	w.off, w.mark, w.wpos = seg.end, seg.end, seg.end
 	return nil
 }
 
@@ -254,9 +248,10 @@ func (w *WAL) writeLarge(zxid int64, payload []byte) error {
 	if err := w.flush(); err != nil {
 		return err
 	}
-	if _, err := w.f.Write(payload); err != nil {
+	if _, err := w.f.WriteAt(payload, w.wpos); err != nil {
 		return fmt.Errorf("store: write %s: %w", w.name, err)
 	}
+	w.wpos += int64(len(payload))
 	pad := recordSize(len(payload)) - recordHeaderSize - int64(len(payload))
 	w.buf = append(w.buf, zeros[:pad]...)
 	return nil
@@ -287,7 +282,7 @@ func (w *WAL) sync() error {
 	}
 	if w.cfg.ForceSync {
 		start := time.Now()
-		if err := fdatasync(w.f); err != nil {
+		if err := w.f.Datasync(); err != nil {
 			return fmt.Errorf("store: fdatasync %s: %w", w.name, err)
 		}
 		if d := time.Since(start); d > slowSync {
@@ -305,7 +300,8 @@ func (w *WAL) flush() error {
 	if len(w.buf) == 0 {
 		return nil
 	}
-	_, err := w.f.Write(w.buf)
+	_, err := w.f.WriteAt(w.buf, w.wpos)
+	w.wpos += int64(len(w.buf))
 	w.buf = w.buf[:0]
 	if err != nil {
 		return fmt.Errorf("store: write %s: %w", w.name, err)
@@ -326,12 +322,12 @@ func (w *WAL) rotate(base int64) error {
 			return fmt.Errorf("store: close %s: %w", w.name, err)
 		}
 	}
-	f, err := createSegment(w.dir, segmentHeader{base: base, prev: w.last.Load()}, w.cfg.SegmentSize)
+	f, err := createSegment(w.fs, w.cfg.Dir, segmentHeader{base: base, prev: w.last.Load()}, w.cfg.SegmentSize)
 	if err != nil {
 		return err
 	}
 	w.f, w.name = f, segmentName(base)
-	w.off, w.mark = segmentHeaderSize, segmentHeaderSize
+	w.off, w.mark, w.wpos = segmentHeaderSize, segmentHeaderSize, segmentHeaderSize
 	w.logger.Debug("log segment created", "file", w.name)
 	return nil
 }
@@ -368,7 +364,7 @@ func (w *WAL) Replay(after int64, fn func(zxid int64, payload []byte) error) err
 			continue
 		}
 		var err error
-		if prev, err = replaySegment(seg, prev, after, fn); err != nil {
+		if prev, err = replaySegment(w.fs, seg, prev, after, fn); err != nil {
 			return err
 		}
 	}
@@ -376,9 +372,9 @@ func (w *WAL) Replay(after int64, fn func(zxid int64, payload []byte) error) err
 }
 
 // replaySegment replays one segment up to the end Open found, checking it again.
-func replaySegment(seg segment, prev, after int64, fn func(int64, []byte) error) (int64, error) {
+func replaySegment(fsys FS, seg segment, prev, after int64, fn func(int64, []byte) error) (int64, error) {
 	name := filepath.Base(seg.path)
-	f, err := os.Open(seg.path)
+	f, err := fsys.OpenFile(seg.path, os.O_RDONLY, 0)
 	if err != nil {
 		return prev, fmt.Errorf("store: open %s: %w", name, err)
 	}
@@ -421,6 +417,6 @@ func (w *WAL) Close() error {
 	if w.f != nil {
 		errs = append(errs, w.f.Close())
 	}
-	errs = append(errs, w.dir.Close())
+	errs = append(errs, w.lock.Close())
 	return errors.Join(errs...)
 }

@@ -24,6 +24,7 @@ func TestConfigValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := DefaultConfig()
+			cfg.Dir = filepath.Join(t.TempDir(), "log") // not the default, under the package's source
 			tt.edit(&cfg)
 			err := cfg.Validate()
 			if tt.wantErr == "" && err != nil {
@@ -32,8 +33,12 @@ func TestConfigValidate(t *testing.T) {
 			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("Validate: got %v, want an error containing %q", err, tt.wantErr)
 			}
-			if _, err := Open(cfg, nil); tt.wantErr != "" && err == nil {
+			w, err := Open(cfg, nil)
+			if tt.wantErr != "" && err == nil {
 				t.Fatal("Open accepted an invalid config")
+			}
+			if err == nil {
+				w.Close()
 			}
 		})
 	}
@@ -309,3 +314,4 @@ func TestWriteErrorIsSticky(t *testing.T) {
 		t.Fatalf("second Sync: %v, want the same error", err2)
 	}
 }
+
