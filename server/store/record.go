@@ -186,6 +186,15 @@ func (s *scanner) readAt(off int64, advance bool) (recordStatus, error) {
 		return recordEnd, nil
 	}
 	if rest < recordHeaderSize {
+		// Records may fill a segment to within less than a header of its end; the
+		// zeros left there end the records like a zero header would.
+		b, err := s.win.bytes(off, rest)
+		if err != nil {
+			return 0, err
+		}
+		if string(b) == string(zeros[:rest]) {
+			return recordEnd, nil
+		}
 		return s.bad("record header truncated at end of segment")
 	}
 	hdr, err := s.win.bytes(off, recordHeaderSize)

@@ -315,3 +315,27 @@ func TestWriteErrorIsSticky(t *testing.T) {
 	}
 }
 
+// TestSegmentFilledToNearItsEnd fills segments to within less than a record header of
+// their end: the few zero bytes left are the end of the records, not a torn header.
+func TestSegmentFilledToNearItsEnd(t *testing.T) {
+	for _, size := range []int64{1024, 1029} {
+		for _, gap := range []int64{0, 8, 16} {
+			t.Run(fmt.Sprintf("segment %d, %d bytes left", size, gap), func(t *testing.T) {
+				cfg := testConfig(t, size)
+				w := openWAL(t, cfg, nil)
+				fill := int(alignDown(size-gap-segmentHeaderSize) - recordHeaderSize)
+				next := int64(1)
+				want := appendBatches(t, w, &next, []int{fill}, []int{10}, []int{fill}, []int{10})
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+				logger, logs := newLogger()
+				w = openWAL(t, cfg, logger)
+				checkRecords(t, replayAll(t, w, 0), want)
+				if strings.Contains(logs.String(), "level=WARN") {
+					t.Fatalf("recovery warned:\n%s", logs)
+				}
+			})
+		}
+	}
+}
