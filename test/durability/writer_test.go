@@ -93,12 +93,18 @@ func (w *writer) nextName() int {
 }
 
 // data returns unique data: who wrote it, then padding of a random length, now and then
-// several kilobytes so that records span more of the log.
+// several kilobytes, and rarely more than a 64 KiB log segment holds (such a record gets
+// a segment of its own).
 func (w *writer) data() string {
 	tag := fmt.Sprintf("w%d.r%d.op%d.", w.m.ID, w.round, w.ops)
-	pad := w.rng.IntN(120)
-	if w.rng.IntN(50) == 0 {
+	var pad int
+	switch r := w.rng.IntN(500); {
+	case r == 0:
+		pad = 64<<10 + w.rng.IntN(192<<10)
+	case r < 10:
 		pad = 4096 + w.rng.IntN(8192)
+	default:
+		pad = w.rng.IntN(120)
 	}
 	return tag + strings.Repeat(string(rune('a'+w.rng.IntN(26))), pad)
 }
