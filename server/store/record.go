@@ -128,7 +128,11 @@ func (w *window) bytes(off int64, n int64) ([]byte, error) {
 // firstNonZero returns the offset of the first non-zero byte in [off, size), or -1.
 func (w *window) firstNonZero(off int64) (int64, error) {
 	for off < w.size {
-		b, err := w.bytes(off, min(windowSize, w.size-off))
+		n := min(windowSize, w.size-off)
+		if end := w.start + int64(len(w.buf)); off >= w.start && off < end {
+			n = min(n, end-off) // what the window holds first, rather than a refill from off
+		}
+		b, err := w.bytes(off, n)
 		if err != nil {
 			return 0, err
 		}
@@ -166,7 +170,12 @@ type scanner struct {
 	zxid    int64
 	mark    uint32
 	payload []byte
-	reason  string // why the last read was recordBad
+
+	// Why the last read was recordBad: a format and its integer arguments, formatted
+	// by why only when wanted, for proveSynced meets bad positions by the thousand.
+	badFormat string
+	badArgs   [2]int64
+	badN      int
 }
 
 func newScanner(r io.ReaderAt, size int64) *scanner {
@@ -207,7 +216,7 @@ func (s *scanner) readAt(off int64, advance bool) (recordStatus, error) {
 	le := binary.LittleEndian
 	n := int64(le.Uint32(hdr[4:]))
 	if n > MaxPayload || recordSize(int(n)) > rest {
-		return s.bad(fmt.Sprintf("record length %d overruns segment (%d bytes left)", n, rest))
+		return s.bad("record length %d overruns segment (%d bytes left)", n, rest)
 	}
 	rec, err := s.win.bytes(off, recordSize(int(n)))
 	if err != nil {
@@ -222,7 +231,7 @@ func (s *scanner) readAt(off int64, advance bool) (recordStatus, error) {
 	}
 	zxid := int64(le.Uint64(rec[8:]))
 	if zxid <= 0 {
-		return s.bad(fmt.Sprintf("record zxid %d not positive", zxid))
+		return s.bad("record zxid %d not positive", zxid)
 	}
 	s.zxid, s.mark, s.payload = zxid, le.Uint32(rec[16:]), rec[recordHeaderSize:]
 	if advance {
@@ -231,9 +240,20 @@ func (s *scanner) readAt(off int64, advance bool) (recordStatus, error) {
 	return recordOK, nil
 }
 
-func (s *scanner) bad(reason string) (recordStatus, error) {
-	s.reason = reason
+func (s *scanner) bad(format string, args ...int64) (recordStatus, error) {
+	s.badFormat, s.badN = format, copy(s.badArgs[:], args)
 	return recordBad, nil
+}
+
+// why says why the last read was recordBad.
+func (s *scanner) why() string {
+	switch s.badN {
+	case 0:
+		return s.badFormat
+	case 1:
+		return fmt.Sprintf(s.badFormat, s.badArgs[0])
+	}
+	return fmt.Sprintf(s.badFormat, s.badArgs[0], s.badArgs[1])
 }
 
 func fmtZxid(z int64) string { return fmt.Sprintf("0x%x", z) }

@@ -64,7 +64,7 @@ func checkAccepted(t *testing.T, data []byte, seg segment) {
 			break
 		}
 		if st != recordOK {
-			t.Fatalf("accepted region holds a bad record at %d: %s", at, s.reason)
+			t.Fatalf("accepted region holds a bad record at %d: %s", at, s.why())
 		}
 		enc := appendRecord(nil, s.zxid, s.mark, s.payload)
 		if !bytes.Equal(enc, data[at:at+int64(len(enc))]) {

@@ -126,10 +126,10 @@ func checkSegment(r io.ReaderAt, seg *segment, last bool) (*tornTail, error) {
 				seg.end = at
 				return nil, nil
 			}
-			s.reason = fmt.Sprintf("zero record header followed by non-zero byte at offset %d", nz)
+			s.bad("zero record header followed by non-zero byte at offset %d", nz)
 		}
 		seg.end = at
-		return judgeBad(r, seg, s.reason, last)
+		return judgeBad(r, seg, s.why(), last)
 	}
 }
 
