@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -48,7 +51,8 @@ const (
 // Call order: Open, then optionally Replay (any number of times), then any mix of
 // Append and Sync, then Close. A WAL is not safe for concurrent use: one goroutine
 // (the server's commit loop) owns it and makes every call, Close included. LastZxid
-// alone may be called from any goroutine at any time.
+// may be called from any goroutine at any time, and PurgeBefore from any goroutine
+// until Close (see PurgeBefore).
 //
 // After an Append or Sync fails with an I/O error the WAL is broken: every later
 // Append and Sync returns the same error, because after a failed write or fdatasync
@@ -60,16 +64,29 @@ type WAL struct {
 	logger *slog.Logger
 	lock   io.Closer // the lock on cfg.Dir, released by Close
 
+	// purgeMu is held by PurgeBefore throughout, and by Replay, so that no segment is
+	// removed while it is read, and by Close to wait for a purge to end. It is taken
+	// before mu.
+	purgeMu     sync.Mutex
+	purgeClosed bool // Close has begun: PurgeBefore refuses; guarded by purgeMu
+
+	// mu guards segs, which the writer appends to as it rotates and PurgeBefore cuts
+	// from the front. The writer takes it only to rotate, never per record.
+	mu sync.Mutex
+	// segs lists every segment in zxid order, the last the one appended to. last is
+	// exact in all but that one; end and size are those Open found, which is all
+	// Replay (only ever before the first Append) needs.
+	segs []segment
+
 	// All fields below are owned by the goroutine that calls Append and Sync.
-	segs     []segment // the segments found at Open, as Replay reads them
-	f        File      // the segment being appended to; nil until the first Append creates one
-	name     string    // f's file name, for logs and errors
-	off      int64     // offset in f just past the last appended record, buffered ones included
-	mark     int64     // offset in f up to which the data is synced; goes in each record's header
-	buf      []byte    // encoded records not yet written to f
-	wpos     int64     // offset in f at which buf goes: off-len(buf) between calls
-	appended bool      // Append has been called: Replay is no longer allowed
-	err      error     // sticky: the first I/O error of an Append or Sync
+	f        File   // the segment being appended to; nil until the first Append creates one
+	name     string // f's file name, for logs and errors
+	off      int64  // offset in f just past the last appended record, buffered ones included
+	mark     int64  // offset in f up to which the data is synced; goes in each record's header
+	buf      []byte // encoded records not yet written to f
+	wpos     int64  // offset in f at which buf goes: off-len(buf) between calls
+	appended bool   // Append has been called: Replay is no longer allowed
+	err      error  // sticky: the first I/O error of an Append or Sync
 	closed   bool
 
 	last atomic.Int64 // zxid of the last record appended or recovered; 0 if none
@@ -322,10 +339,17 @@ func (w *WAL) rotate(base int64) error {
 			return fmt.Errorf("store: close %s: %w", w.name, err)
 		}
 	}
-	f, err := createSegment(w.fs, w.cfg.Dir, segmentHeader{base: base, prev: w.last.Load()}, w.cfg.SegmentSize)
+	prev := w.last.Load()
+	f, err := createSegment(w.fs, w.cfg.Dir, segmentHeader{base: base, prev: prev}, w.cfg.SegmentSize)
 	if err != nil {
 		return err
 	}
+	w.mu.Lock()
+	if n := len(w.segs); n > 0 {
+		w.segs[n-1].last = prev // the segment just left, whose last record that is
+	}
+	w.segs = append(w.segs, segment{path: filepath.Join(w.cfg.Dir, segmentName(base)), base: base, prev: prev})
+	w.mu.Unlock()
 	w.f, w.name = f, segmentName(base)
 	w.off, w.mark, w.wpos = segmentHeaderSize, segmentHeaderSize, segmentHeaderSize
 	w.logger.Debug("log segment created", "file", w.name)
@@ -345,7 +369,8 @@ func (w *WAL) fail(err error) error {
 // Replay may be called only between Open and the first Append (ErrReplayAfterAppend).
 // Segments whose records are all at or below after are not read. If the oldest
 // segment left starts past after+1 — the records in between were purged — Replay
-// returns ErrGap and calls fn for nothing.
+// returns ErrGap and calls fn for nothing. A PurgeBefore waits for Replay to end, so
+// fn must not call it.
 func (w *WAL) Replay(after int64, fn func(zxid int64, payload []byte) error) error {
 	if w.closed {
 		return ErrClosed
@@ -353,12 +378,17 @@ func (w *WAL) Replay(after int64, fn func(zxid int64, payload []byte) error) err
 	if w.appended {
 		return ErrReplayAfterAppend
 	}
-	if len(w.segs) > 0 && after < w.segs[0].prev {
+	w.purgeMu.Lock()
+	defer w.purgeMu.Unlock()
+	w.mu.Lock()
+	segs := slices.Clone(w.segs)
+	w.mu.Unlock()
+	if len(segs) > 0 && after < segs[0].prev {
 		return fmt.Errorf("%w: asked for records after %s, the log holds only those after %s",
-			ErrGap, fmtZxid(after), fmtZxid(w.segs[0].prev))
+			ErrGap, fmtZxid(after), fmtZxid(segs[0].prev))
 	}
 	var prev int64
-	for _, seg := range w.segs {
+	for _, seg := range segs {
 		if seg.last <= after {
 			prev = seg.last
 			continue
@@ -410,6 +440,9 @@ func (w *WAL) Close() error {
 		return nil
 	}
 	w.closed = true
+	w.purgeMu.Lock() // waits for a purge under way
+	w.purgeClosed = true
+	w.purgeMu.Unlock()
 	var errs []error
 	if w.err == nil {
 		errs = append(errs, w.sync())
@@ -419,4 +452,56 @@ func (w *WAL) Close() error {
 	}
 	errs = append(errs, w.lock.Close())
 	return errors.Join(errs...)
+}
+
+// PurgeBefore deletes the oldest segments whose records all have zxids at or below
+// zxid — those a snapshot at zxid, or at a later zxid, has made unnecessary — and
+// returns the paths it removed, oldest first. It never removes the segment being
+// appended to, so the segment holding zxid+1, and every later one, stays. Segments
+// go oldest first, each removal made durable by a directory sync before the next, so
+// that a crash in between leaves a log that is whole from its oldest remaining
+// segment on; that segment's header says where that is, and Replay with an earlier
+// zxid returns ErrGap. On an error it returns what it removed before it.
+//
+// Concurrency: PurgeBefore may be called from any goroutine, at the same time as
+// Append, Sync and LastZxid on the writer's goroutine; it touches only segments the
+// writer has synced and left, and shares only the segment list with it, under a mutex
+// the writer takes when it rotates, never per record. Calls of PurgeBefore run one
+// at a time; one waits for a Replay under way, and Close waits for one under way.
+// After Close it returns ErrClosed.
+func (w *WAL) PurgeBefore(zxid int64) (removed []string, err error) {
+	w.purgeMu.Lock()
+	defer w.purgeMu.Unlock()
+	if w.purgeClosed {
+		return nil, ErrClosed
+	}
+	w.mu.Lock()
+	var doomed []string
+	for _, seg := range w.segs[:max(len(w.segs)-1, 0)] {
+		if seg.last > zxid {
+			break
+		}
+		doomed = append(doomed, seg.path)
+	}
+	w.mu.Unlock()
+	// Only this function removes from the front of segs, and the writer only changes
+	// the back, so the doomed are still the first len(doomed) entries.
+	for _, path := range doomed {
+		if err = w.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			err = fmt.Errorf("store: purge %s: %w", filepath.Base(path), err)
+			break
+		}
+		removed = append(removed, path)
+		if err = w.fs.SyncDir(w.cfg.Dir); err != nil {
+			err = fmt.Errorf("store: purge %s: sync directory: %w", filepath.Base(path), err)
+			break
+		}
+	}
+	w.mu.Lock()
+	w.segs = slices.Delete(w.segs, 0, len(removed))
+	w.mu.Unlock()
+	if len(removed) > 0 {
+		w.logger.Debug("log segments purged", "files", len(removed), "before_zxid", fmtZxid(zxid))
+	}
+	return removed, err
 }
