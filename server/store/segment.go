@@ -201,13 +201,14 @@ func proveSynced(r io.ReaderAt, size, bad int64) (int64, bool, error) {
 
 func alignDown(n int64) int64 { return n &^ (recordAlign - 1) }
 
-// CorruptError reports damage the log cannot repair by itself: a record in the
-// middle of the log, or in a segment that is not the last, that fails its checksum,
-// its length or the order of zxids. Open returns it wrapped so that
-// errors.Is(err, ErrCorrupt) holds; errors.As gives the file and offset.
+// CorruptError reports damage the store cannot repair by itself: in the log, a record
+// in the middle of the log, or in a segment that is not the last, that fails its
+// checksum, its length or the order of zxids; in a snapshot, anything that does not
+// check. Open and ReadSnapshot return it wrapped so that errors.Is(err, ErrCorrupt)
+// holds; errors.As gives the file and offset.
 type CorruptError struct {
-	File   string // segment file name, without the directory
-	Offset int64  // byte offset of the first bad record in File
+	File   string // segment or snapshot file name, without the directory
+	Offset int64  // byte offset of the first bad record (or header, or trailer) in File
 	Reason string
 }
 

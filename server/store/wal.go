@@ -15,9 +15,9 @@ import (
 )
 
 var (
-	// ErrCorrupt is wrapped by every error that reports damaged log contents; the
-	// *CorruptError in the chain names the file and offset.
-	ErrCorrupt = errors.New("store: corrupt log")
+	// ErrCorrupt is wrapped by every error that reports damaged contents of a log
+	// segment or a snapshot; the *CorruptError in the chain names the file and offset.
+	ErrCorrupt = errors.New("store: corrupt data")
 	// ErrZxidOrder is returned by Append for a zxid not above LastZxid (or not positive).
 	ErrZxidOrder = errors.New("store: zxid not above the last one")
 	// ErrTooLarge is returned by Append for a payload over MaxPayload.

@@ -1,0 +1,500 @@
+package store
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The snapshot layout is drawn in doc.go; keep the two in step.
+const (
+	snapshotPrefix     = "snapshot."
+	snapshotHeaderSize = 32
+	snapshotMagic      = "PSNP"
+	snapshotVersion    = 1
+
+	snapshotFrameSize   = 8 // crc32c, length
+	snapshotTrailerSize = 20
+	snapshotTrailerMark = "PEND"
+	snapshotTrailerLen  = 0xffffffff // in a frame's length field: the trailer follows
+
+	// snapshotMinSize is the size of a snapshot of no records.
+	snapshotMinSize = snapshotHeaderSize + snapshotTrailerSize
+
+	// snapshotBufferSize is how much SnapshotWriter buffers, and ReadSnapshot reads,
+	// at a time; a payload of half of it or more is written from the caller's slice.
+	snapshotBufferSize = 1 << 20
+)
+
+// ErrSnapshotDone is returned by a SnapshotWriter's Append and Commit after Commit
+// or Abort.
+var ErrSnapshotDone = errors.New("store: snapshot already committed or aborted")
+
+// snapshotName is the file name of the snapshot taken at zxid.
+func snapshotName(zxid int64) string { return fmt.Sprintf("%s%016x", snapshotPrefix, zxid) }
+
+// parseSnapshotName returns the zxid a snapshot file name stands for.
+func parseSnapshotName(name string) (int64, bool) {
+	hex, ok := strings.CutPrefix(name, snapshotPrefix)
+	if !ok || len(hex) != segmentNameLen || strings.ToLower(hex) != hex {
+		return 0, false
+	}
+	zxid, err := strconv.ParseInt(hex, 16, 64)
+	return zxid, err == nil && zxid >= 0
+}
+
+// SnapshotWriter writes one snapshot file: a sequence of opaque records taken at one
+// zxid. It writes to a temporary file that only Commit puts under the snapshot's name,
+// so a snapshot file is always whole. It buffers what it writes and allocates nothing
+// per record. A SnapshotWriter is used by one goroutine.
+type SnapshotWriter struct {
+	fs    FS
+	dir   string
+	tmp   string // the file being written
+	final string // its name once committed
+	f     File
+	buf   []byte // bytes not yet written, which go at off
+	off   int64
+	crc   uint32 // CRC-32C of the file's bytes before off
+	count uint64
+	err   error // sticky: the first error of an Append or Commit
+	done  bool  // Commit or Abort was called
+}
+
+// CreateSnapshot starts a snapshot taken at zxid in dir, creating dir if needed. The
+// file is written under a temporary name (NAME.tmp) until Commit. A nil fs means OS.
+func CreateSnapshot(dir string, zxid int64, fsys FS) (*SnapshotWriter, error) {
+	if zxid < 0 {
+		return nil, fmt.Errorf("store: create snapshot: zxid %d is negative", zxid)
+	}
+	fsys = fsOrOS(fsys)
+	if err := fsys.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("store: create snapshot directory: %w", err)
+	}
+	final := filepath.Join(dir, snapshotName(zxid))
+	f, err := fsys.OpenFile(final+tmpExt, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("store: create snapshot: %w", err)
+	}
+	w := &SnapshotWriter{fs: fsys, dir: dir, tmp: final + tmpExt, final: final, f: f,
+		buf: make([]byte, snapshotHeaderSize, snapshotBufferSize)}
+	putSnapshotHeader(w.buf, zxid)
+	return w, nil
+}
+
+func putSnapshotHeader(hdr []byte, zxid int64) {
+	le := binary.LittleEndian
+	copy(hdr[0:4], snapshotMagic)
+	le.PutUint32(hdr[4:], snapshotVersion)
+	le.PutUint64(hdr[8:], uint64(zxid))
+	le.PutUint64(hdr[16:], 0)
+	le.PutUint32(hdr[24:], crc32.Checksum(hdr[:24], crcTable))
+	le.PutUint32(hdr[28:], 0)
+}
+
+// Append adds a record. The writer keeps no reference to payload after it returns.
+// After an error every later Append and Commit returns it; the caller then Aborts.
+func (w *SnapshotWriter) Append(payload []byte) error {
+	if err := w.check(); err != nil {
+		return err
+	}
+	if len(payload) > MaxPayload {
+		return fmt.Errorf("%w: %d bytes (max %d)", ErrTooLarge, len(payload), MaxPayload)
+	}
+	if len(w.buf)+snapshotFrameSize+len(payload) > cap(w.buf) {
+		if err := w.flush(); err != nil {
+			return w.fail(err)
+		}
+	}
+	n := len(w.buf)
+	w.buf = w.buf[:n+snapshotFrameSize]
+	le := binary.LittleEndian
+	le.PutUint32(w.buf[n+4:], uint32(len(payload)))
+	crc := crc32.Update(0, crcTable, w.buf[n+4:n+8])
+	le.PutUint32(w.buf[n:], crc32.Update(crc, crcTable, payload))
+	w.count++
+	if len(payload) < snapshotBufferSize/2 {
+		w.buf = append(w.buf, payload...)
+		return nil
+	}
+	// A large payload goes straight from the caller's slice, after its frame.
+	if err := w.flush(); err != nil {
+		return w.fail(err)
+	}
+	return w.fail(w.write(payload))
+}
+
+func (w *SnapshotWriter) check() error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.done {
+		return ErrSnapshotDone
+	}
+	return nil
+}
+
+// fail makes a non-nil err sticky.
+func (w *SnapshotWriter) fail(err error) error {
+	if err != nil {
+		w.err = err
+	}
+	return err
+}
+
+func (w *SnapshotWriter) flush() error {
+	err := w.write(w.buf)
+	w.buf = w.buf[:0]
+	return err
+}
+
+// write writes p at the writer's offset, adding it to the file's checksum.
+func (w *SnapshotWriter) write(p []byte) error {
+	if len(p) == 0 {
+		return nil
+	}
+	if _, err := w.f.WriteAt(p, w.off); err != nil {
+		return fmt.Errorf("store: write %s: %w", filepath.Base(w.tmp), err)
+	}
+	w.crc = crc32.Update(w.crc, crcTable, p)
+	w.off += int64(len(p))
+	return nil
+}
+
+// Commit writes the trailer, syncs the file, and renames it to its final name
+// (replacing a snapshot of the same zxid), syncing the directory: once it returns nil
+// the snapshot is durable and whole. On an error the temporary file is left for
+// Abort.
+func (w *SnapshotWriter) Commit() error {
+	if err := w.check(); err != nil {
+		return err
+	}
+	var t [snapshotTrailerSize]byte
+	copy(t[0:4], snapshotTrailerMark)
+	binary.LittleEndian.PutUint32(t[4:], snapshotTrailerLen)
+	binary.LittleEndian.PutUint64(t[8:], w.count)
+	w.buf = append(w.buf, t[:16]...)
+	if err := w.flush(); err != nil {
+		return w.fail(err)
+	}
+	binary.LittleEndian.PutUint32(t[16:], w.crc)
+	name := filepath.Base(w.final)
+	steps := []struct {
+		what string
+		do   func() error
+	}{
+		{"write trailer", func() error { return w.write(t[16:]) }},
+		{"sync", w.f.Sync},
+		{"close", func() error { f := w.f; w.f = nil; return f.Close() }},
+		{"rename", func() error { return w.fs.Rename(w.tmp, w.final) }},
+		{"sync directory", func() error { return w.fs.SyncDir(w.dir) }},
+	}
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			return w.fail(fmt.Errorf("store: commit snapshot %s: %s: %w", name, s.what, err))
+		}
+	}
+	w.done = true
+	return nil
+}
+
+// Abort abandons the snapshot and removes its temporary file. It may be called after
+// an error, and does nothing after Commit returned nil or a first Abort.
+func (w *SnapshotWriter) Abort() error {
+	if w.done {
+		return nil
+	}
+	w.done = true
+	var errs []error
+	if w.f != nil {
+		errs = append(errs, w.f.Close())
+	}
+	if err := w.fs.Remove(w.tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// SnapshotInfo describes a snapshot file found by ListSnapshots.
+type SnapshotInfo struct {
+	Zxid int64  // the zxid the snapshot was taken at, from its name
+	Path string // dir joined with the file name
+	Size int64  // in bytes
+}
+
+// ListSnapshots returns the snapshot files in dir, newest (highest zxid) first,
+// judged by their names alone: nothing is read. Temporary files of unfinished
+// snapshots are not listed. A missing dir holds no snapshots. A nil fs means OS.
+func ListSnapshots(dir string, fsys FS) ([]SnapshotInfo, error) {
+	entries, err := fsOrOS(fsys).ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: list snapshots: %w", err)
+	}
+	var snaps []SnapshotInfo
+	for _, e := range entries {
+		zxid, ok := parseSnapshotName(e.Name())
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since the listing
+		}
+		if err != nil {
+			return nil, fmt.Errorf("store: list snapshots: %w", err)
+		}
+		snaps = append(snaps, SnapshotInfo{Zxid: zxid, Path: filepath.Join(dir, e.Name()), Size: fi.Size()})
+	}
+	slices.SortFunc(snaps, func(a, b SnapshotInfo) int { return int(sign(b.Zxid - a.Zxid)) })
+	return snaps, nil
+}
+
+// RemoveSnapshotTemps removes the temporary files of snapshots that were never
+// committed (a crash or a failure while one was written) from dir, and returns their
+// paths. It must not run while a snapshot is being written in dir: the server calls it
+// at start. A nil fs means OS.
+func RemoveSnapshotTemps(dir string, fsys FS) ([]string, error) {
+	fsys = fsOrOS(fsys)
+	entries, err := fsys.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: list snapshots: %w", err)
+	}
+	var tmps []string
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), tmpExt); ok {
+			if _, ok := parseSnapshotName(name); ok {
+				tmps = append(tmps, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	if len(tmps) == 0 {
+		return nil, nil
+	}
+	if err := removeFiles(fsys, dir, tmps...); err != nil {
+		return nil, fmt.Errorf("store: remove unfinished snapshots: %w", err)
+	}
+	return tmps, nil
+}
+
+// PurgeSnapshots keeps the newest keep snapshots in dir that look valid — by name and
+// by being at least as large as an empty snapshot; none is read — and removes every
+// older snapshot file, then syncs dir. It returns the removed paths, oldest first, and
+// the zxid of the oldest snapshot kept, before which the log may be purged
+// (WAL.PurgeBefore). With fewer than keep valid-looking snapshots it removes nothing
+// and returns 0: the log is then still needed from its start, should every snapshot
+// prove damaged. Files newer than the oldest kept are never removed, nor are
+// temporary files, so it may run while a snapshot is being written. A nil fs means OS.
+func PurgeSnapshots(dir string, fsys FS, keep int) (removed []string, oldestKept int64, err error) {
+	if keep < 1 {
+		return nil, 0, fmt.Errorf("store: purge snapshots: keep %d: must keep at least one", keep)
+	}
+	fsys = fsOrOS(fsys)
+	snaps, err := ListSnapshots(dir, fsys)
+	if err != nil {
+		return nil, 0, err
+	}
+	kept := 0
+	for i, s := range snaps {
+		if s.Size < snapshotMinSize {
+			continue
+		}
+		if kept++; kept == keep {
+			oldestKept = s.Zxid
+			snaps = snaps[i+1:]
+			break
+		}
+	}
+	if oldestKept == 0 {
+		return nil, 0, nil
+	}
+	for _, s := range slices.Backward(snaps) {
+		if err := fsys.Remove(s.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return removed, oldestKept, fmt.Errorf("store: purge snapshot %s: %w", filepath.Base(s.Path), err)
+		}
+		removed = append(removed, s.Path)
+	}
+	if len(removed) > 0 {
+		if err := fsys.SyncDir(dir); err != nil {
+			return removed, oldestKept, fmt.Errorf("store: purge snapshots: sync directory: %w", err)
+		}
+	}
+	return removed, oldestKept, nil
+}
+
+// ReadSnapshot reads the snapshot file at path, calling fn for each record in order,
+// and returns the zxid it was taken at. payload is valid only during the call. Every
+// record's checksum is verified before fn sees it, but the trailer — the record
+// count and the checksum of the whole file — only after the last record: when
+// ReadSnapshot returns an error, whatever fn built from the records must be thrown
+// away. Damage gives a *CorruptError (errors.Is ErrCorrupt) naming the file and the
+// offset; fn's error is returned wrapped. A nil fs means OS.
+func ReadSnapshot(path string, fsys FS, fn func(payload []byte) error) (zxid int64, err error) {
+	f, err := fsOrOS(fsys).OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return 0, fmt.Errorf("store: open snapshot: %w", err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return 0, fmt.Errorf("store: open snapshot: %w", err)
+	}
+	r := &snapshotReader{
+		name: filepath.Base(path),
+		size: size,
+		br:   bufio.NewReaderSize(io.NewSectionReader(f, 0, size), snapshotBufferSize),
+	}
+	if zxid, err = r.header(); err != nil {
+		return 0, err
+	}
+	if err := r.records(fn); err != nil {
+		return 0, err
+	}
+	return zxid, nil
+}
+
+// snapshotReader reads a snapshot file front to back, keeping the checksum of what
+// it has read.
+type snapshotReader struct {
+	name string
+	size int64
+	br   *bufio.Reader
+	off  int64  // offset of the next byte br returns
+	crc  uint32 // CRC-32C of the bytes before off
+	big  []byte // payloads larger than br's buffer
+}
+
+// next returns the next n bytes, valid until the following call. The caller has
+// checked that the file holds them.
+func (r *snapshotReader) next(n int) ([]byte, error) {
+	var b []byte
+	var err error
+	if n <= r.br.Size() {
+		if b, err = r.br.Peek(n); err == nil {
+			_, err = r.br.Discard(n)
+		}
+	} else {
+		if cap(r.big) < n {
+			r.big = make([]byte, n)
+		}
+		b = r.big[:n]
+		_, err = io.ReadFull(r.br, b)
+	}
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF // the file shrank while read
+		}
+		return nil, fmt.Errorf("store: read snapshot %s at offset %d: %w", r.name, r.off, err)
+	}
+	r.crc = crc32.Update(r.crc, crcTable, b)
+	r.off += int64(n)
+	return b, nil
+}
+
+func (r *snapshotReader) corrupt(off int64, format string, args ...any) error {
+	return corrupt(r.name, off, fmt.Sprintf(format, args...))
+}
+
+// header reads and checks the header, and the zxid in it against the file's name.
+func (r *snapshotReader) header() (int64, error) {
+	if r.size < snapshotMinSize {
+		return 0, r.corrupt(0, "snapshot truncated to %d bytes", r.size)
+	}
+	hdr, err := r.next(snapshotHeaderSize)
+	if err != nil {
+		return 0, err
+	}
+	le := binary.LittleEndian
+	zxid := int64(le.Uint64(hdr[8:]))
+	switch {
+	case string(hdr[0:4]) != snapshotMagic:
+		return 0, r.corrupt(0, "bad snapshot magic %q", hdr[0:4])
+	case le.Uint32(hdr[24:]) != crc32.Checksum(hdr[:24], crcTable):
+		return 0, r.corrupt(0, "snapshot header checksum mismatch")
+	case le.Uint32(hdr[4:]) != snapshotVersion:
+		return 0, r.corrupt(0, "unsupported snapshot version %d", le.Uint32(hdr[4:]))
+	case le.Uint64(hdr[16:]) != 0 || le.Uint32(hdr[28:]) != 0:
+		return 0, r.corrupt(0, "snapshot header reserved bytes not zero")
+	case zxid < 0:
+		return 0, r.corrupt(0, "snapshot zxid %d negative", zxid)
+	}
+	if named, ok := parseSnapshotName(r.name); ok && named != zxid {
+		return 0, r.corrupt(0, "snapshot header says zxid %s", fmtZxid(zxid))
+	}
+	return zxid, nil
+}
+
+// records reads every record up to the trailer, then checks the trailer.
+func (r *snapshotReader) records(fn func([]byte) error) error {
+	le := binary.LittleEndian
+	var count uint64
+	for {
+		at := r.off
+		if at+snapshotFrameSize > r.size {
+			return r.corrupt(at, "record header truncated at end of file")
+		}
+		frame, err := r.next(snapshotFrameSize)
+		if err != nil {
+			return err
+		}
+		sum, n := le.Uint32(frame[0:]), le.Uint32(frame[4:])
+		if n == snapshotTrailerLen {
+			return r.trailer(at, string(frame[0:4]), count)
+		}
+		crc := crc32.Update(0, crcTable, frame[4:8])
+		if n > MaxPayload || at+snapshotFrameSize+int64(n)+snapshotTrailerSize > r.size {
+			return r.corrupt(at, "record length %d overruns the file (%d bytes)", n, r.size)
+		}
+		payload, err := r.next(int(n))
+		if err != nil {
+			return err
+		}
+		if crc32.Update(crc, crcTable, payload) != sum {
+			return r.corrupt(at, "record checksum mismatch")
+		}
+		if err := fn(payload); err != nil {
+			return fmt.Errorf("store: snapshot %s: record %d: %w", r.name, count, err)
+		}
+		count++
+	}
+}
+
+// trailer checks the trailer at offset at, whose frame has been read.
+func (r *snapshotReader) trailer(at int64, mark string, count uint64) error {
+	if mark != snapshotTrailerMark {
+		return r.corrupt(at, "bad trailer mark %q", mark)
+	}
+	if at+snapshotTrailerSize != r.size {
+		return r.corrupt(at, "trailer at offset %d, but the file is %d bytes", at, r.size)
+	}
+	b, err := r.next(8)
+	if err != nil {
+		return err
+	}
+	if got := binary.LittleEndian.Uint64(b); got != count {
+		return r.corrupt(at, "trailer counts %d records, the file holds %d", got, count)
+	}
+	want := r.crc
+	b, err = r.next(4)
+	if err != nil {
+		return err
+	}
+	if got := binary.LittleEndian.Uint32(b); got != want {
+		return r.corrupt(at, "file checksum mismatch")
+	}
+	return nil
+}

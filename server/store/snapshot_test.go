@@ -1,0 +1,342 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeSnapshot writes a snapshot of payloads at zxid in dir and returns its path.
+func writeSnapshot(t testing.TB, dir string, zxid int64, payloads [][]byte) string {
+	t.Helper()
+	w, err := CreateSnapshot(dir, zxid, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range payloads {
+		if err := w.Append(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, snapshotName(zxid))
+}
+
+// readSnapshot reads the snapshot at path and returns its zxid and records.
+func readSnapshot(path string) (int64, [][]byte, error) {
+	var got [][]byte
+	zxid, err := ReadSnapshot(path, nil, func(p []byte) error {
+		got = append(got, bytes.Clone(p))
+		return nil
+	})
+	return zxid, got, err
+}
+
+func snapshotPayloads(n int, size func(i int) int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = payloadFor(int64(i), size(i))
+	}
+	return out
+}
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	tests := []struct {
+		name     string
+		payloads [][]byte
+	}{
+		{"no records", nil},
+		{"one record", [][]byte{[]byte("the only one")}},
+		{"one empty record", [][]byte{{}}},
+		{"100000 records", snapshotPayloads(100_000, func(i int) int { return i % 300 })},
+		{"records around the buffer size", snapshotPayloads(7, func(i int) int {
+			return []int{10, snapshotBufferSize/2 - 1, snapshotBufferSize / 2, 5, snapshotBufferSize + 3, 0, 3 * snapshotBufferSize}[i]
+		})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "snap") // created by CreateSnapshot
+			path := writeSnapshot(t, dir, 0x300000042, tt.payloads)
+			zxid, got, err := readSnapshot(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if zxid != 0x300000042 || len(got) != len(tt.payloads) {
+				t.Fatalf("read zxid %#x and %d records, want 0x300000042 and %d", zxid, len(got), len(tt.payloads))
+			}
+			for i := range got {
+				if !bytes.Equal(got[i], tt.payloads[i]) {
+					t.Fatalf("record %d differs: %d bytes, want %d", i, len(got[i]), len(tt.payloads[i]))
+				}
+			}
+			snaps, err := ListSnapshots(dir, nil)
+			fi, _ := os.Stat(path)
+			if err != nil || len(snaps) != 1 || snaps[0] != (SnapshotInfo{0x300000042, path, fi.Size()}) {
+				t.Fatalf("ListSnapshots: %+v %v", snaps, err)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+				t.Fatalf("directory holds %d files, want the snapshot alone", len(entries))
+			}
+		})
+	}
+}
+
+// TestSnapshotDamage damages a small snapshot in every way a byte can be damaged —
+// each byte flipped, the file cut at each length, a byte added — and checks that
+// every one is reported as corruption of that file.
+func TestSnapshotDamage(t *testing.T) {
+	dir := t.TempDir()
+	payloads := [][]byte{{}, []byte("hello"), bytes.Repeat([]byte("x"), 40), {0}}
+	path := writeSnapshot(t, dir, 7, payloads)
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := snapshotMinSize + 4*snapshotFrameSize + 46; len(good) != want {
+		t.Fatalf("snapshot is %d bytes, want %d", len(good), want)
+	}
+	check := func(t *testing.T, what string, data []byte) {
+		t.Helper()
+		if err := os.WriteFile(path, data, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := readSnapshot(path)
+		var ce *CorruptError
+		if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) || ce.File != filepath.Base(path) ||
+			ce.Offset < 0 || ce.Offset > int64(len(good)) {
+			t.Fatalf("%s: got %v, want a CorruptError for %s", what, err, filepath.Base(path))
+		}
+	}
+	for off := range good {
+		for _, mask := range []byte{0x01, 0x80, 0xff} {
+			b := bytes.Clone(good)
+			b[off] ^= mask
+			check(t, fmt.Sprintf("byte %d ^ %#x", off, mask), b)
+		}
+	}
+	for n := range good {
+		check(t, fmt.Sprintf("cut to %d bytes", n), good[:n])
+	}
+	check(t, "a byte added", append(bytes.Clone(good), 0))
+	check(t, "records swapped", swapRecords(good))
+	if _, _, err := readSnapshot(path); err == nil {
+		t.Fatal("the last damage went unnoticed")
+	}
+	if err := os.WriteFile(path, good, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := readSnapshot(path); err != nil {
+		t.Fatalf("undamaged snapshot: %v", err)
+	}
+}
+
+// swapRecords swaps the second and third records of the damage test's snapshot, each
+// whole with its checksum: only the checksum of the whole file can tell.
+func swapRecords(good []byte) []byte {
+	second := snapshotHeaderSize + snapshotFrameSize
+	third := second + snapshotFrameSize + 5
+	end := third + snapshotFrameSize + 40
+	b := bytes.Clone(good[:second])
+	b = append(b, good[third:end]...)
+	b = append(b, good[second:third]...)
+	return append(b, good[end:]...)
+}
+
+func TestSnapshotErrors(t *testing.T) {
+	dir := t.TempDir()
+	path := writeSnapshot(t, dir, 5, [][]byte{[]byte("a")})
+	t.Run("file renamed to another zxid", func(t *testing.T) {
+		other := filepath.Join(dir, snapshotName(6))
+		b, _ := os.ReadFile(path)
+		if err := os.WriteFile(other, b, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := readSnapshot(other)
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "header says zxid 0x5") {
+			t.Fatalf("got %v", err)
+		}
+		os.Remove(other)
+	})
+	t.Run("callback error", func(t *testing.T) {
+		stop := errors.New("stop")
+		_, err := ReadSnapshot(path, nil, func([]byte) error { return stop })
+		if !errors.Is(err, stop) || errors.Is(err, ErrCorrupt) {
+			t.Fatalf("got %v, want stop", err)
+		}
+	})
+	t.Run("missing file", func(t *testing.T) {
+		if _, _, err := readSnapshot(filepath.Join(dir, snapshotName(99))); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("negative zxid", func(t *testing.T) {
+		if _, err := CreateSnapshot(dir, -1, nil); err == nil {
+			t.Fatal("CreateSnapshot(-1) succeeded")
+		}
+	})
+	t.Run("use after commit and abort", func(t *testing.T) {
+		w, err := CreateSnapshot(dir, 10, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Append(nil); !errors.Is(err, ErrSnapshotDone) {
+			t.Fatalf("Append after Commit: %v", err)
+		}
+		if err := w.Commit(); !errors.Is(err, ErrSnapshotDone) {
+			t.Fatalf("second Commit: %v", err)
+		}
+		if err := w.Abort(); err != nil {
+			t.Fatalf("Abort after Commit: %v", err)
+		}
+		if _, _, err := readSnapshot(filepath.Join(dir, snapshotName(10))); err != nil {
+			t.Fatalf("Abort after Commit damaged the snapshot: %v", err)
+		}
+	})
+	t.Run("abort", func(t *testing.T) {
+		w, err := CreateSnapshot(dir, 11, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Append([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Abort(); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{snapshotName(11), snapshotName(11) + tmpExt} {
+			if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+				t.Fatalf("%s after Abort: %v", name, err)
+			}
+		}
+		if err := w.Append(nil); !errors.Is(err, ErrSnapshotDone) {
+			t.Fatalf("Append after Abort: %v", err)
+		}
+	})
+}
+
+// makeSnapshotDir creates files by name in a fresh directory: a snapshot of one
+// record, or of the given size in bytes when the name carries "=SIZE".
+func makeSnapshotDir(t *testing.T, names ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range names {
+		name, size, sized := strings.Cut(name, "=")
+		if strings.HasSuffix(name, "/") {
+			if err := os.Mkdir(filepath.Join(dir, name), 0o750); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		var n int
+		if sized {
+			fmt.Sscan(size, &n)
+		} else if zxid, ok := parseSnapshotName(name); ok {
+			b, err := os.ReadFile(writeSnapshot(t, t.TempDir(), zxid, [][]byte{[]byte("r")}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o640); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), make([]byte, n), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func snapName(zxid int64) string { return snapshotName(zxid) }
+
+func TestListSnapshots(t *testing.T) {
+	dir := makeSnapshotDir(t, snapName(0x10), snapName(0x300000001), snapName(0x2), snapName(0x5)+tmpExt,
+		"snapshot.10", "snapshot.000000000000001G", "snapshot.000000000000001A", "0000000000000001.wal",
+		snapName(0x7)+"/")
+	snaps, err := ListSnapshots(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range snaps {
+		got = append(got, fmt.Sprintf("%#x %s", s.Zxid, filepath.Base(s.Path)))
+	}
+	want := []string{"0x300000001 " + snapName(0x300000001), "0x10 " + snapName(0x10), "0x2 " + snapName(0x2)}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("ListSnapshots: %v, want %v", got, want)
+	}
+	if snaps, err := ListSnapshots(filepath.Join(dir, "missing"), nil); err != nil || snaps != nil {
+		t.Fatalf("ListSnapshots of a missing directory: %v %v", snaps, err)
+	}
+}
+
+func TestPurgeSnapshots(t *testing.T) {
+	tiny := fmt.Sprintf("=%d", snapshotMinSize-1)
+	tests := []struct {
+		name        string
+		files       []string
+		keep        int
+		wantRemoved []int64
+		wantOldest  int64
+	}{
+		{"none", nil, 3, nil, 0},
+		{"fewer than kept", []string{snapName(1), snapName(2)}, 3, nil, 0},
+		{"exactly kept", []string{snapName(1), snapName(2), snapName(3)}, 3, nil, 1},
+		{"older ones removed", []string{snapName(1), snapName(2), snapName(3), snapName(4), snapName(5)}, 3, []int64{1, 2}, 3},
+		{"keep one", []string{snapName(8), snapName(9)}, 1, []int64{8}, 9},
+		{"too small to count, newest", []string{snapName(1), snapName(2), snapName(3), snapName(4) + tiny}, 2, []int64{1}, 2},
+		{"too small to count, oldest", []string{snapName(1) + tiny, snapName(2), snapName(3)}, 2, []int64{1}, 2},
+		{"temporary files stay", []string{snapName(1), snapName(2), snapName(3) + tmpExt, snapName(0) + tmpExt}, 1, []int64{1}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := makeSnapshotDir(t, tt.files...)
+			before, _ := os.ReadDir(dir)
+			removed, oldest, err := PurgeSnapshots(dir, nil, tt.keep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, z := range tt.wantRemoved {
+				want = append(want, filepath.Join(dir, snapName(z)))
+			}
+			if fmt.Sprint(removed) != fmt.Sprint(want) || oldest != tt.wantOldest {
+				t.Fatalf("removed %v, oldest kept %#x; want %v, %#x", removed, oldest, want, tt.wantOldest)
+			}
+			after, _ := os.ReadDir(dir)
+			if len(after) != len(before)-len(want) {
+				t.Fatalf("%d files left of %d, %d removed", len(after), len(before), len(want))
+			}
+		})
+	}
+	if _, _, err := PurgeSnapshots(t.TempDir(), nil, 0); err == nil {
+		t.Fatal("PurgeSnapshots with keep 0 succeeded")
+	}
+}
+
+func TestRemoveSnapshotTemps(t *testing.T) {
+	dir := makeSnapshotDir(t, snapName(1), snapName(2)+tmpExt, snapName(3)+tmpExt, "other.tmp")
+	removed, err := RemoveSnapshotTemps(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(dir, snapName(2)+tmpExt), filepath.Join(dir, snapName(3)+tmpExt)}
+	if fmt.Sprint(removed) != fmt.Sprint(want) {
+		t.Fatalf("removed %v, want %v", removed, want)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Fatalf("%d files left, want the snapshot and other.tmp", len(entries))
+	}
+	if removed, err := RemoveSnapshotTemps(filepath.Join(dir, "missing"), nil); err != nil || removed != nil {
+		t.Fatalf("missing directory: %v %v", removed, err)
+	}
+}
