@@ -353,12 +353,18 @@ func ReadSnapshot(path string, fsys FS, fn func(payload []byte) error) (zxid int
 	if err != nil {
 		return 0, fmt.Errorf("store: open snapshot: %w", err)
 	}
+	return readSnapshot(filepath.Base(path), f, size, fn)
+}
+
+// readSnapshot reads the size bytes of the snapshot file name from ra.
+func readSnapshot(name string, ra io.ReaderAt, size int64, fn func([]byte) error) (int64, error) {
 	r := &snapshotReader{
-		name: filepath.Base(path),
+		name: name,
 		size: size,
-		br:   bufio.NewReaderSize(io.NewSectionReader(f, 0, size), snapshotBufferSize),
+		br:   bufio.NewReaderSize(io.NewSectionReader(ra, 0, size), snapshotBufferSize),
 	}
-	if zxid, err = r.header(); err != nil {
+	zxid, err := r.header()
+	if err != nil {
 		return 0, err
 	}
 	if err := r.records(fn); err != nil {

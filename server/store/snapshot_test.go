@@ -28,8 +28,8 @@ func writeSnapshot(t testing.TB, dir string, zxid int64, payloads [][]byte) stri
 	return filepath.Join(dir, snapshotName(zxid))
 }
 
-// readSnapshot reads the snapshot at path and returns its zxid and records.
-func readSnapshot(path string) (int64, [][]byte, error) {
+// readSnapshotFile reads the snapshot at path and returns its zxid and records.
+func readSnapshotFile(path string) (int64, [][]byte, error) {
 	var got [][]byte
 	zxid, err := ReadSnapshot(path, nil, func(p []byte) error {
 		got = append(got, bytes.Clone(p))
@@ -63,7 +63,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "snap") // created by CreateSnapshot
 			path := writeSnapshot(t, dir, 0x300000042, tt.payloads)
-			zxid, got, err := readSnapshot(path)
+			zxid, got, err := readSnapshotFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +106,7 @@ func TestSnapshotDamage(t *testing.T) {
 		if err := os.WriteFile(path, data, 0o640); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err := readSnapshot(path)
+		_, _, err := readSnapshotFile(path)
 		var ce *CorruptError
 		if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) || ce.File != filepath.Base(path) ||
 			ce.Offset < 0 || ce.Offset > int64(len(good)) {
@@ -125,13 +125,13 @@ func TestSnapshotDamage(t *testing.T) {
 	}
 	check(t, "a byte added", append(bytes.Clone(good), 0))
 	check(t, "records swapped", swapRecords(good))
-	if _, _, err := readSnapshot(path); err == nil {
+	if _, _, err := readSnapshotFile(path); err == nil {
 		t.Fatal("the last damage went unnoticed")
 	}
 	if err := os.WriteFile(path, good, 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := readSnapshot(path); err != nil {
+	if _, _, err := readSnapshotFile(path); err != nil {
 		t.Fatalf("undamaged snapshot: %v", err)
 	}
 }
@@ -157,7 +157,7 @@ func TestSnapshotErrors(t *testing.T) {
 		if err := os.WriteFile(other, b, 0o640); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err := readSnapshot(other)
+		_, _, err := readSnapshotFile(other)
 		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "header says zxid 0x5") {
 			t.Fatalf("got %v", err)
 		}
@@ -171,7 +171,7 @@ func TestSnapshotErrors(t *testing.T) {
 		}
 	})
 	t.Run("missing file", func(t *testing.T) {
-		if _, _, err := readSnapshot(filepath.Join(dir, snapshotName(99))); !errors.Is(err, os.ErrNotExist) {
+		if _, _, err := readSnapshotFile(filepath.Join(dir, snapshotName(99))); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("got %v", err)
 		}
 	})
@@ -197,7 +197,7 @@ func TestSnapshotErrors(t *testing.T) {
 		if err := w.Abort(); err != nil {
 			t.Fatalf("Abort after Commit: %v", err)
 		}
-		if _, _, err := readSnapshot(filepath.Join(dir, snapshotName(10))); err != nil {
+		if _, _, err := readSnapshotFile(filepath.Join(dir, snapshotName(10))); err != nil {
 			t.Fatalf("Abort after Commit damaged the snapshot: %v", err)
 		}
 	})
