@@ -1,6 +1,9 @@
-// Package store is the server's write-ahead log: every transaction, keyed by its zxid,
-// is appended here and made durable by one fdatasync per batch (group commit) before
-// it is applied and acknowledged; at start the log is replayed to rebuild the state.
+// Package store keeps the server's state on disk: the write-ahead log, where every
+// transaction, keyed by its zxid, is appended and made durable by one fdatasync per
+// batch (group commit) before it is applied and acknowledged; and snapshots, each the
+// whole state at one zxid as a sequence of opaque records. At start the server loads
+// the newest good snapshot and replays the log after it; then it purges snapshots
+// and log segments no recovery can need.
 //
 // # Segments
 //
@@ -92,6 +95,63 @@
 // before, is corruption wherever it is. A last segment left with no records (the process
 // stopped between creating it and syncing into it) is removed.
 //
+// # Purging the log
+//
+// WAL.PurgeBefore(Z) deletes the oldest segments whose records all have zxids at or
+// below Z, never the segment being appended to; the segment holding Z+1 and all
+// after it stay. It removes them oldest first and syncs the directory after each, so
+// that a crash part way leaves a log whole from its oldest remaining segment on: that
+// segment's prev says where (the zxid of the last record deleted), and Replay(after)
+// with after below it returns ErrGap. The server passes the zxid of the oldest
+// snapshot it keeps (PurgeSnapshots), so that snapshot and every newer one can still
+// be brought up to date from the log.
+//
+// # Snapshots
+//
+// A snapshot is a file snapshot.<zxid as 16 hex digits> in the snapshot directory: the
+// state as of that zxid, as records whose contents package datatree defines. It is
+// written to NAME.tmp, synced, renamed to NAME and the directory synced, so a file
+// under a snapshot's name is always whole; a .tmp file is what a crash or failure
+// while writing left, removed by RemoveSnapshotTemps at start.
+//
+//	0        4          8                16                24         28         32
+//	+--------+----------+----------------+-----------------+----------+----------+
+//	| "PSNP" | version  | zxid           | reserved        | crc32c   | reserved |  header
+//	|        | uint32=1 | int64 (= name) | zero            | of 0:24  | zero     |
+//	+--------+----------+----------------+-----------------+----------+----------+
+//	| crc32c | len    | payload   |  a record, no padding: crc32c covers len and payload
+//	+--------+--------+-----------+
+//	| ...                         |  as many records as the state holds
+//	+--------+------------+----------------+------------------+
+//	| "PEND" | 0xffffffff | record count   | crc32c of the    |  trailer, 20 bytes
+//	|        | (as len)   | uint64         | file up to here  |
+//	+--------+------------+----------------+------------------+
+//
+// The trailer starts like a record frame whose length is 0xffffffff (above
+// MaxPayload: no record has it), so a reader tells it from a record at once; its last
+// four bytes are the CRC-32C of every byte of the file before them. ReadSnapshot
+// checks the header (and its zxid against the name), each record's checksum and
+// length, that the trailer ends the file, the count and the whole-file checksum; any
+// failure is a *CorruptError naming the file and offset, and the server falls back to
+// an older snapshot. Records are handed out before the trailer is checked (a snapshot
+// may hold millions, and is streamed): a reader keeps what it built only if
+// ReadSnapshot returns nil.
+//
+// PurgeSnapshots keeps the newest N snapshots that look valid by name and size
+// (none is read) and deletes the older ones, returning the zxid of the oldest kept for
+// WAL.PurgeBefore; with fewer than N it deletes nothing and returns 0.
+//
+// # The file system
+//
+// Every file operation — opening, reading and writing at offsets, preallocation,
+// fdatasync and fsync, renames, removals, directory listings and syncs, and the
+// directory lock — goes through the FS interface (Config.FS, and the fs argument of
+// the snapshot functions; nil means OS, the operating system's). Tests run the store
+// on internal/faultfs, which keeps what was written but not synced apart from what
+// was, drops or tears it in a simulated crash, and fails chosen operations. The
+// append path calls the File interface only to write a batch and to fdatasync it, and
+// allocates nothing.
+//
 // # Use
 //
 // One goroutine owns a WAL (see WAL for the call order and the failure contract). The
@@ -103,5 +163,11 @@
 //   - for each batch calls Append per transaction and Sync once, and applies and
 //     acknowledges the batch only after Sync returned nil;
 //   - stops on any Append or Sync I/O error (the WAL stays failed) and recovers by
-//     Open on restart; and treats ErrCorrupt from Open as a case for an operator.
+//     Open on restart; and treats ErrCorrupt from Open as a case for an operator;
+//   - writes a snapshot with CreateSnapshot, Append per record and Commit (Abort on
+//     any error), from any goroutine, the log's writer going on meanwhile;
+//   - at start, calls RemoveSnapshotTemps, then ReadSnapshot on ListSnapshots' entries
+//     newest first until one reads back whole, then Replay(its zxid);
+//   - purges with PurgeSnapshots(keep), then, if it returned a zxid, PurgeBefore(zxid),
+//     from any goroutine.
 package store
