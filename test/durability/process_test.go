@@ -19,7 +19,10 @@ import (
 
 // startTimeout bounds how long a restarted server may take to serve: recovery replays
 // everything since the last snapshot, and the data of these tests is a few megabytes.
-const startTimeout = 20 * time.Second
+// Starts take about a second with the race detector (the tests log the longest); the
+// bound leaves room for a machine loaded by other test packages, which was seen to make
+// one take ten.
+const startTimeout = 30 * time.Second
 
 // paddockProcess is one `paddock server` child process.
 type paddockProcess struct {
@@ -149,8 +152,13 @@ func (p *paddockProcess) waitServing() error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("paddock at %s did not serve within %v of starting; log tail:\n%s",
-				p.Addr, startTimeout, p.LogTail(30))
+			p.cmd.Process.Signal(syscall.SIGQUIT) // the Go runtime prints every goroutine's stack and exits
+			select {
+			case <-p.exited:
+			case <-time.After(5 * time.Second):
+			}
+			return fmt.Errorf("paddock at %s did not serve within %v of starting; its log and goroutines (SIGQUIT):\n%s",
+				p.Addr, startTimeout, p.LogTail(300))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
