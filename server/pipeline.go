@@ -101,6 +101,7 @@ func (s *Server) apply(p *proposal) {
 	defer s.treeMu.Unlock()
 	res := txn.Apply(s.tree, p.txn, s.txnOpts)
 	s.lastApplied.Store(p.txn.Zxid)
+	s.maybeSnapshotLocked()
 	for _, ev := range res.Events {
 		s.fire(ev, p.txn.Zxid)
 	}

@@ -11,8 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +34,7 @@ type Server struct {
 	ln       net.Listener
 	adminLn  net.Listener
 	adminSrv *http.Server
+	fs       store.FS // the filesystem the log and snapshots live on
 	wal      *store.WAL
 
 	treeMu      sync.RWMutex
@@ -47,10 +46,15 @@ type Server struct {
 
 	nextSessionID atomic.Int64
 
+	sinceSnap    int         // txns applied since the last snapshot; owned by applyLoop
+	snapAt       int         // take a snapshot when sinceSnap reaches it; owned by applyLoop
+	snapshotting atomic.Bool // a snapshot is being written
+
 	proposals chan *proposal   // to commitLoop; its capacity is MaxOutstanding
 	committed chan []*proposal // commitLoop to applyLoop: durable batches in log order
 	stopping  chan struct{}    // closed when the server starts shutting down
 	failed    chan error       // receives the error that stopped the server (capacity 1)
+	fatalErr  atomic.Pointer[error]
 	wg        sync.WaitGroup
 
 	mu           sync.Mutex
@@ -63,8 +67,15 @@ type Server struct {
 	closeOnce      sync.Once
 }
 
+// Option adjusts a server beyond its Config.
+type Option func(*Server)
+
+// WithFS puts the log and snapshots on fs instead of the operating system's filesystem:
+// tests inject faults this way.
+func WithFS(fs store.FS) Option { return func(s *Server) { s.fs = fs } }
+
 // New validates cfg and returns a server that is not yet listening.
-func New(cfg Config, logger *slog.Logger) (*Server, error) {
+func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("server: config: %w", err)
 	}
@@ -89,6 +100,12 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		perIP:        make(map[string]int),
 		sessionConns: make(map[int64]*conn),
 	}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.fs == nil {
+		s.fs = store.OS
+	}
 	return s, nil
 }
 
@@ -110,58 +127,60 @@ func (s *Server) Start() (err error) {
 		return err
 	}
 	zxid := s.lastZxid // read before commitLoop, which owns it, starts
+	if s.sinceSnap > 0 {
+		// Txns were replayed: snapshot them now, so the next start replays less.
+		s.snapshotLocked()
+	}
 	s.goroutine(s.commitLoop)
 	s.goroutine(s.applyLoop)
 	s.goroutine(s.acceptLoop)
 	s.goroutine(s.expiryLoop)
 	s.goroutine(s.reapLoop)
+	s.goroutine(s.purgeLoop)
 	s.logger.Info("serving", "client_addr", s.ln.Addr().String(), "zxid", hexID(zxid),
 		"sessions", s.sessions.Len(), "data_dir", s.cfg.DataDir)
 	return nil
 }
 
-// recover opens the write-ahead log and replays it into the tree. Sessions alive in the
-// log get a fresh timeout from now, as ZooKeeper gives them on load.
+// recover loads the newest good snapshot and replays the write-ahead log after it.
+// Sessions alive in the recovered state get a fresh timeout from now, as ZooKeeper gives
+// them on load: a client that does not come back within it has its session closed.
 func (s *Server) recover() error {
-	logDir := s.cfg.DataLogDir
-	if logDir == "" {
-		logDir = s.cfg.DataDir
+	if err := s.fs.MkdirAll(s.cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("server: data_dir: %w", err)
 	}
 	wcfg := store.DefaultConfig()
-	wcfg.Dir = filepath.Join(logDir, "log")
+	wcfg.Dir = s.logDir()
 	wcfg.ForceSync = s.cfg.ForceSync
+	wcfg.FS = s.fs
 	if s.cfg.PreAllocSize > 0 {
 		wcfg.SegmentSize = s.cfg.PreAllocSize
-	}
-	if err := os.MkdirAll(s.cfg.DataDir, 0o755); err != nil {
-		return fmt.Errorf("server: data_dir: %w", err)
 	}
 	wal, err := store.Open(wcfg, s.logger)
 	if err != nil {
 		return fmt.Errorf("server: open log: %w", err)
 	}
 	s.wal = wal
-	err = wal.Replay(0, func(zxid int64, payload []byte) error {
-		x, err := txn.Decode(payload)
-		if err != nil {
-			return fmt.Errorf("txn %s: %w", hexID(zxid), err)
-		}
-		x.Zxid = zxid
-		txn.Apply(s.tree, x, s.txnOpts)
-		return nil
-	})
+	tree, err := s.loadSnapshot()
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	replayed, err := s.replayLog(tree)
 	if err != nil {
 		return fmt.Errorf("server: replay log: %w", err)
 	}
-	s.lastZxid = max(wal.LastZxid(), s.tree.LastZxid())
+	s.tree = tree
+	s.lastZxid = max(wal.LastZxid(), tree.LastZxid())
 	s.lastApplied.Store(s.lastZxid)
+	s.sinceSnap, s.snapAt = replayed, s.nextSnapCount()
 	now := time.Now()
 	next := initialSessionID(s.cfg.ServerID, now)
-	for _, sess := range s.tree.Sessions() {
+	for _, sess := range tree.Sessions() {
 		s.sessions.Add(sess.ID, time.Duration(sess.Timeout)*time.Millisecond, now)
 		next = max(next, sess.ID)
 	}
 	s.nextSessionID.Store(next)
+	s.logger.Info("recovered", "zxid", hexID(s.lastZxid), "replayed_txns", replayed, "sessions", s.sessions.Len())
 	return nil
 }
 
@@ -255,11 +274,24 @@ func (s *Server) Run(ctx context.Context) error {
 // shutting down: no write may be acknowledged that is not durable.
 func (s *Server) fatal(err error) {
 	s.logger.Error("stopping: cannot continue", "err", err)
+	s.fatalErr.CompareAndSwap(nil, &err)
 	select {
 	case s.failed <- err:
 	default:
 	}
 	go s.Close()
+}
+
+// Done is closed when the server starts shutting down: Close was called, or the server
+// failed (then Err says why).
+func (s *Server) Done() <-chan struct{} { return s.stopping }
+
+// Err returns the error that made the server stop on its own (its log failed), or nil.
+func (s *Server) Err() error {
+	if e := s.fatalErr.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 // goroutine runs f on a goroutine that Close waits for.
