@@ -276,8 +276,10 @@ func (f *FS) OpenFile(name string, flag int, perm fs.FileMode) (store.File, erro
 	name = filepath.Clean(name)
 	d, base, err := f.lookupLocked(name)
 	if err != nil {
-		f.checkLocked(OpOpen, name)
-		return nil, pathErr("open", name, err)
+		if err, _ := f.checkLocked(OpOpen, name); err != nil {
+			return nil, pathErr("open", name, err)
+		}
+		return nil, pathErr("open", name, fs.ErrNotExist)
 	}
 	n := d.files[base]
 	op := OpOpen
