@@ -10,6 +10,7 @@ FUZZ_TARGETS := \
 	./server/wire:FuzzDecodeConnect \
 	./server/wire:FuzzReadFrame \
 	./server/store:FuzzSegment \
+	./server/store:FuzzSnapshot \
 	./server:FuzzRequest
 
 .PHONY: run build test deps check vet fmt-check bench fuzz lint clean
