@@ -47,10 +47,12 @@ type roundSetting struct {
 var roundSettings = []roundSetting{
 	{"defaults", nil},
 	{"snap_count=64", []string{"PADDOCK_SERVER_SNAP_COUNT=64"}},
-	{"snap_count=500, 64 KiB log segments, purge every second keeping 3 snapshots", []string{
+	{"snap_count=500, 64 KiB log segments, purge every 200ms keeping 3 snapshots", []string{
 		"PADDOCK_SERVER_SNAP_COUNT=500", "PADDOCK_SERVER_PREALLOC_SIZE=65536",
-		"PADDOCK_SERVER_PURGE_INTERVAL=1s", "PADDOCK_SERVER_SNAP_RETAIN_COUNT=3"}},
-	{"snap_count=2, 64 KiB log segments", []string{"PADDOCK_SERVER_SNAP_COUNT=2", "PADDOCK_SERVER_PREALLOC_SIZE=65536"}},
+		"PADDOCK_SERVER_PURGE_INTERVAL=200ms", "PADDOCK_SERVER_SNAP_RETAIN_COUNT=3"}},
+	{"snap_count=2, 64 KiB log segments, purge every 200ms keeping 3 snapshots", []string{
+		"PADDOCK_SERVER_SNAP_COUNT=2", "PADDOCK_SERVER_PREALLOC_SIZE=65536",
+		"PADDOCK_SERVER_PURGE_INTERVAL=200ms", "PADDOCK_SERVER_SNAP_RETAIN_COUNT=3"}},
 }
 
 // TestCrashRecovery runs rounds against one data directory: start the server, check
