@@ -328,3 +328,18 @@ func TestSnapshotFailureIsNotFatal(t *testing.T) {
 		}
 	}
 }
+
+// TestPurgeAtStart: like ZooKeeper's autopurge, the first purge runs at start, so a
+// server restarted more often than purge_interval still purges.
+func TestPurgeAtStart(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.SnapCount = 100
+	cfg.PurgeInterval = 0
+	s := startTest(t, cfg)
+	writeLoad(t, s.Addr().String(), 4, 200)
+	waitFor(t, "snapshots", func() bool { return snapshotCount(t, s) > cfg.SnapRetainCount && !s.snapshotting.Load() })
+	s.Close()
+	cfg.PurgeInterval = time.Hour
+	r := startTest(t, cfg)
+	waitFor(t, "the purge at start", func() bool { return snapshotCount(t, r) <= cfg.SnapRetainCount+1 })
+}

@@ -141,7 +141,9 @@ func (s *Server) writeSnapshot(snap *datatree.Snapshot) error {
 }
 
 // purgeLoop keeps SnapRetainCount snapshots and deletes older snapshots and the log
-// segments only they needed, every PurgeInterval (ZooKeeper's autopurge).
+// segments only they needed, at start and then every PurgeInterval (ZooKeeper's
+// autopurge, which also runs first at start: a server restarted more often than the
+// interval still purges).
 func (s *Server) purgeLoop() {
 	if s.cfg.PurgeInterval <= 0 {
 		return
@@ -149,13 +151,13 @@ func (s *Server) purgeLoop() {
 	ticker := time.NewTicker(s.cfg.PurgeInterval)
 	defer ticker.Stop()
 	for {
+		if err := s.purge(); err != nil {
+			s.logger.Error("purge failed", "err", err)
+		}
 		select {
 		case <-s.stopping:
 			return
 		case <-ticker.C:
-			if err := s.purge(); err != nil {
-				s.logger.Error("purge failed", "err", err)
-			}
 		}
 	}
 }
