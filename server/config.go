@@ -74,7 +74,8 @@ type Config struct {
 	// (preAllocSize, which zoo.cfg gives in KiB); 0 means the store's default, 64 MiB.
 	PreAllocSize int64
 	// ForceSync makes every commit wait for fsync (forceSync). Turning it off loses
-	// acknowledged writes on a crash; it exists for tests and benchmarks only.
+	// acknowledged writes on a crash; it exists for tests and benchmarks only, and
+	// configs.LoadServer warns, naming where the setting came from, when it is off.
 	ForceSync bool
 }
 

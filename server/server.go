@@ -82,9 +82,6 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if !cfg.ForceSync {
-		logger.Warn("force_sync is off: acknowledged writes can be lost if the machine crashes; use this for tests and benchmarks only")
-	}
 	s := &Server{
 		cfg:          cfg,
 		logger:       logger,
