@@ -46,6 +46,7 @@ type Server struct {
 
 	nextSessionID atomic.Int64
 
+	replayed     int         // txns replayed from the log at start; set once by recover
 	sinceSnap    int         // txns applied since the last snapshot; owned by applyLoop
 	snapAt       int         // take a snapshot when sinceSnap reaches it; owned by applyLoop
 	snapshotting atomic.Bool // a snapshot is being written
@@ -169,7 +170,7 @@ func (s *Server) recover() error {
 	s.tree = tree
 	s.lastZxid = max(wal.LastZxid(), tree.LastZxid())
 	s.lastApplied.Store(s.lastZxid)
-	s.sinceSnap, s.snapAt = replayed, s.nextSnapCount()
+	s.replayed, s.sinceSnap, s.snapAt = replayed, replayed, s.nextSnapCount()
 	now := time.Now()
 	next := initialSessionID(s.cfg.ServerID, now)
 	for _, sess := range tree.Sessions() {
