@@ -176,10 +176,11 @@ func (l *Loader) addHeader(d *wire.Decoder) error {
 func (l *Loader) addNode(d *wire.Decoder) error {
 	n := &Node{Path: d.String(), Data: d.Buffer()}
 	if c := d.Count(12); c > 0 {
-		n.ACL = make([]wire.ACL, c)
-		for i := range n.ACL {
-			n.ACL[i] = wire.ACL{Perms: wire.Perm(d.Int()), Scheme: d.String(), ID: d.String()}
+		acl := make([]wire.ACL, c)
+		for i := range acl {
+			acl[i] = wire.ACL{Perms: wire.Perm(d.Int()), Scheme: d.String(), ID: d.String()}
 		}
+		n.ACL = l.t.acls.intern(acl)
 	}
 	n.Czxid, n.Mzxid, n.Pzxid, n.Ctime, n.Mtime = d.Long(), d.Long(), d.Long(), d.Long(), d.Long()
 	n.Version, n.Aversion, n.Owner, n.childCreates = d.Int(), d.Int(), d.Long(), d.Int()

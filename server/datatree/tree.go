@@ -67,6 +67,7 @@ type Tree struct {
 	containers map[string]struct{}
 	ttls       map[string]struct{}
 	sessions   map[int64]*Session
+	acls       *aclCache
 	dataSize   int64 // sum of path and data lengths, ZooKeeper's approximate data size
 	lastZxid   int64
 
@@ -82,6 +83,7 @@ func newTree() *Tree {
 		containers: make(map[string]struct{}),
 		ttls:       make(map[string]struct{}),
 		sessions:   make(map[int64]*Session),
+		acls:       newACLCache(),
 	}
 }
 
@@ -243,7 +245,7 @@ func (t *Tree) Create(path string, data []byte, acl []wire.ACL, owner, zxid, tim
 	p.numChildren++
 	p.Pzxid = zxid
 	t.replace(parent, &p)
-	n := &Node{Path: path, Data: data, ACL: acl, Czxid: zxid, Mzxid: zxid, Pzxid: zxid, Ctime: time, Mtime: time, Owner: owner}
+	n := &Node{Path: path, Data: data, ACL: t.acls.intern(acl), Czxid: zxid, Mzxid: zxid, Pzxid: zxid, Ctime: time, Mtime: time, Owner: owner}
 	t.insert(n)
 	if t.recording {
 		t.record(func() { t.remove(n) })
@@ -285,7 +287,7 @@ func (t *Tree) SetData(path string, data []byte, zxid, time int64) *Node {
 func (t *Tree) SetACL(path string, acl []wire.ACL) *Node {
 	old := t.Get(path)
 	n := *old
-	n.ACL = acl
+	n.ACL = t.acls.intern(acl)
 	n.Aversion++
 	t.replace(old, &n)
 	return &n
