@@ -126,7 +126,9 @@ func BenchmarkPipelinedSet(b *testing.B) {
 				return &wire.CreateRequest{Path: fmt.Sprintf("/s%d", s), Data: data, ACL: wire.OpenACLUnsafe}
 			})
 		},
-		func(s, i int) wire.Record { return &wire.SetDataRequest{Path: fmt.Sprintf("/s%d", s), Data: data, Version: -1} })
+		func(s, i int) wire.Record {
+			return &wire.SetDataRequest{Path: fmt.Sprintf("/s%d", s), Data: data, Version: -1}
+		})
 }
 
 func BenchmarkPipelinedCreate(b *testing.B) {

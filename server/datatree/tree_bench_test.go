@@ -2,6 +2,7 @@ package datatree
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/paddock/paddock/server/wire"
@@ -70,5 +71,30 @@ func BenchmarkSnapshotRecords(b *testing.B) {
 		n := 0
 		t.Snapshot().Records(func(p []byte) error { n += len(p); return nil })
 		b.SetBytes(int64(n))
+	}
+}
+
+// BenchmarkMemoryPerNode reports the live heap per znode of 100 bytes of data, as
+// created from requests (each with its own decoded ACL list and path).
+func BenchmarkMemoryPerNode(b *testing.B) {
+	const nodes = 200_000
+	for i := 0; i < b.N; i++ {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		t := New()
+		t.Create("/bench", nil, wire.OpenACLUnsafe, 0, 1, 1)
+		for j := 0; j < nodes; j++ {
+			dir := fmt.Sprintf("/bench/d%d", j/1000)
+			if j%1000 == 0 {
+				t.Create(dir, nil, wire.OpenACLUnsafe, 0, int64(j+2), 1)
+			}
+			acl := []wire.ACL{{Perms: 31, Scheme: string([]byte("world")), ID: string([]byte("anyone"))}}
+			t.Create(fmt.Sprintf("%s/n%07d", dir, j), make([]byte, 100), acl, 0, int64(j+2), 1)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/nodes, "B/node")
+		runtime.KeepAlive(t)
 	}
 }
