@@ -21,13 +21,18 @@ func ValidatePath(path string) error {
 	if path[len(path)-1] == '/' {
 		return fmt.Errorf("%w: %q must not end with /", ErrBadPath, path)
 	}
-	for _, seg := range strings.Split(path[1:], "/") {
+	for rest := path[1:]; ; {
+		seg, more, found := strings.Cut(rest, "/")
 		switch seg {
 		case "":
 			return fmt.Errorf("%w: empty node name in %q", ErrBadPath, path)
 		case ".", "..":
 			return fmt.Errorf("%w: relative segment %q in %q", ErrBadPath, seg, path)
 		}
+		if !found {
+			break
+		}
+		rest = more
 	}
 	for i, r := range path {
 		if forbiddenRune(r) {

@@ -128,6 +128,11 @@ type Loader struct {
 	nodes    int64
 	sessions int64
 	err      error
+	// parent is the node the last record's node was a child of. Records come grouped
+	// by parent, so it is nearly always the next one's too. The loader's tree is
+	// private until Tree returns, so its nodes may still be changed in place.
+	parent *Node
+	last   *Node // the last node added: nodes come in index order
 }
 
 // NewLoader returns a loader for one snapshot.
@@ -187,21 +192,23 @@ func (l *Loader) addNode(d *wire.Decoder) error {
 	if d.Err() != nil {
 		return nil // reported by Add
 	}
-	if l.t.Get(n.Path) != nil {
-		return fmt.Errorf("%w: %q twice", ErrBadSnapshot, n.Path)
+	if l.last != nil && !entryLess(keyOf(l.last.Path), keyOf(n.Path)) {
+		// In index order every path is new; out of order, it might repeat one.
+		return fmt.Errorf("%w: %q out of order or twice (after %q)", ErrBadSnapshot, n.Path, l.last.Path)
 	}
+	l.last = n
 	if n.Path != RootPath {
 		if err := ValidatePath(n.Path); err != nil {
 			return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 		}
 		parentPath, _ := splitPath(n.Path)
-		parent := l.t.Get(parentPath)
-		if parent == nil {
+		if l.parent == nil || l.parent.Path != parentPath {
+			l.parent = l.t.Get(parentPath)
+		}
+		if l.parent == nil {
 			return fmt.Errorf("%w: %q comes before its parent", ErrBadSnapshot, n.Path)
 		}
-		p := *parent
-		p.numChildren++
-		l.t.put(&p)
+		l.parent.numChildren++
 	} else if l.t.index.Len() != 0 {
 		return fmt.Errorf("%w: the root is not the first node", ErrBadSnapshot)
 	}

@@ -98,3 +98,26 @@ func BenchmarkMemoryPerNode(b *testing.B) {
 		runtime.KeepAlive(t)
 	}
 }
+
+// BenchmarkSnapshotLoad rebuilds a 1M-node tree from its snapshot records: most of a
+// restart's work.
+func BenchmarkSnapshotLoad(b *testing.B) {
+	t, _ := benchTree(1_000_000)
+	var records [][]byte
+	t.Snapshot().Records(func(p []byte) error {
+		records = append(records, append([]byte(nil), p...))
+		return nil
+	})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		l := NewLoader()
+		for _, r := range records {
+			if err := l.Add(r); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := l.Tree(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
