@@ -35,6 +35,7 @@ type conn struct {
 
 	sessionID atomic.Int64 // set once by the handshake
 	draining  atomic.Bool  // reading has stopped; close once the queued replies are out
+	dec       wire.Decoder // the read loop's, reused for every request
 	timeout   atomic.Int32 // negotiated session timeout, ms
 	// ids are the connection's identities (ip, digest, super); replaced, never mutated.
 	ids atomic.Pointer[[]wire.Identity]
@@ -49,6 +50,8 @@ type conn struct {
 	outReady chan struct{} // signals writeLoop that out has frames (capacity 1)
 	closing  bool          // close once out is written; guarded by outMu
 	closed   bool          // guarded by outMu
+	writing  int           // bytes writeLoop has taken from out and not yet written; guarded by outMu
+	wasEmpty bool          // the queue was empty when the frame being queued began; guarded by outMu
 	spare    []byte        // writeLoop's buffer, swapped with out
 }
 
@@ -169,10 +172,9 @@ func (c *conn) send(encode func(e *wire.Encoder)) bool { return c.enqueue(true, 
 func (c *conn) enqueue(framed bool, encode func(e *wire.Encoder)) bool {
 	c.outMu.Lock()
 	defer c.outMu.Unlock()
-	if c.closed || c.closing {
+	if !c.beginFrameLocked() {
 		return false
 	}
-	empty := c.out.Len() == 0
 	if framed {
 		off := c.out.BeginFrame()
 		encode(&c.out)
@@ -180,9 +182,27 @@ func (c *conn) enqueue(framed bool, encode func(e *wire.Encoder)) bool {
 	} else {
 		encode(&c.out)
 	}
-	if !empty && c.out.Len() > maxQueuedBytes {
+	return c.endFrameLocked()
+}
+
+// beginFrameLocked reports whether a frame may be queued, and remembers whether the
+// queue was empty: one frame of any size is always accepted into an empty queue.
+func (c *conn) beginFrameLocked() bool {
+	if c.closed || c.closing {
+		return false
+	}
+	c.wasEmpty = c.out.Len() == 0 && c.writing == 0
+	return true
+}
+
+// endFrameLocked counts the frame just queued and wakes the write loop, or, if the
+// client has let more than maxQueuedBytes pile up (counting what the write loop holds
+// and has not yet written), closes the connection.
+func (c *conn) endFrameLocked() bool {
+	if !c.wasEmpty && c.out.Len()+c.writing > maxQueuedBytes {
 		c.s.logger.Warn("closing connection: client too slow to read its replies",
-			"remote", c.nc.RemoteAddr().String(), "session_id", hexID(c.sessionID.Load()), "queued_bytes", c.out.Len())
+			"remote", c.nc.RemoteAddr().String(), "session_id", hexID(c.sessionID.Load()),
+			"queued_bytes", c.out.Len()+c.writing)
 		c.closed = true
 		c.nc.Close()
 		return false
@@ -197,24 +217,37 @@ func (c *conn) enqueue(framed bool, encode func(e *wire.Encoder)) bool {
 }
 
 // reply sends a reply header and, if the code is OK and body is set, its body.
+// (It encodes in place rather than through send's closure: this is the hot path.)
 func (c *conn) reply(xid int32, zxid int64, code wire.Code, body wire.Record) {
-	c.send(func(e *wire.Encoder) {
-		h := wire.ReplyHeader{Xid: xid, Zxid: zxid, Err: code}
-		h.Encode(e)
-		if code == wire.OK && body != nil {
-			body.Encode(e)
-		}
-	})
+	c.outMu.Lock()
+	defer c.outMu.Unlock()
+	if !c.beginFrameLocked() {
+		return
+	}
+	off := c.out.BeginFrame()
+	h := wire.ReplyHeader{Xid: xid, Zxid: zxid, Err: code}
+	h.Encode(&c.out)
+	if code == wire.OK && body != nil {
+		body.Encode(&c.out)
+	}
+	c.out.EndFrame(off)
+	c.endFrameLocked()
 }
 
 // notify sends a watch notification.
 func (c *conn) notify(typ wire.EventType, path string, zxid int64) {
-	c.send(func(e *wire.Encoder) {
-		h := wire.ReplyHeader{Xid: wire.XidNotification, Zxid: zxid}
-		h.Encode(e)
-		ev := wire.WatcherEvent{Type: typ, State: wire.StateSyncConnected, Path: path}
-		ev.Encode(e)
-	})
+	c.outMu.Lock()
+	defer c.outMu.Unlock()
+	if !c.beginFrameLocked() {
+		return
+	}
+	off := c.out.BeginFrame()
+	h := wire.ReplyHeader{Xid: wire.XidNotification, Zxid: zxid}
+	h.Encode(&c.out)
+	ev := wire.WatcherEvent{Type: typ, State: wire.StateSyncConnected, Path: path}
+	ev.Encode(&c.out)
+	c.out.EndFrame(off)
+	c.endFrameLocked()
 }
 
 // closeAfterFlush closes the connection once everything queued has been written.
@@ -250,6 +283,7 @@ func (c *conn) writeLoop() {
 		}
 		c.outMu.Lock()
 		buf := c.out.Swap(c.spare)
+		c.writing = len(buf)
 		closing, closed := c.closing, c.closed
 		c.outMu.Unlock()
 		if closed {
@@ -262,14 +296,13 @@ func (c *conn) writeLoop() {
 			}
 		}
 		c.spare = buf[:0]
-		if closing {
-			c.outMu.Lock()
-			done := c.out.Len() == 0
-			c.outMu.Unlock()
-			if done {
-				c.close()
-				return
-			}
+		c.outMu.Lock()
+		c.writing = 0
+		done := closing && c.out.Len() == 0
+		c.outMu.Unlock()
+		if done {
+			c.close()
+			return
 		}
 	}
 }

@@ -8,7 +8,8 @@ import (
 	"github.com/paddock/paddock/server/wire"
 )
 
-// request is one decoded client request.
+// request is one decoded client request. A write carries its txn and proposal in the
+// same allocation.
 type request struct {
 	xid   int32
 	op    wire.Op
@@ -18,6 +19,9 @@ type request struct {
 	err   wire.Code       // answer with this error instead of executing (bad record, bad op)
 	close bool            // close the connection after answering
 	start time.Time
+
+	txn  txn.Txn
+	prop proposal
 }
 
 // dispatch decodes one request frame and starts it: a write is proposed to the log; any
@@ -26,7 +30,8 @@ type request struct {
 // must stop reading.
 func (c *conn) dispatch(body []byte) bool {
 	s := c.s
-	d := wire.NewDecoder(body)
+	d := &c.dec
+	d.Reset(body)
 	var h wire.RequestHeader
 	h.Decode(d)
 	if d.Err() != nil {
@@ -126,7 +131,8 @@ func normalizeMulti(op wire.Op, m *wire.MultiRequest) bool {
 // proposeWrite queues a write behind the connection's earlier requests and proposes it.
 // A write refused at decoding is logged as an error txn: it still consumes a zxid.
 func (c *conn) proposeWrite(r *request, sid int64) bool {
-	x := &txn.Txn{Session: sid, Cxid: r.xid, Op: r.op, Ids: r.ids, Req: r.rec}
+	r.txn = txn.Txn{Session: sid, Cxid: r.xid, Op: r.op, Ids: r.ids, Req: r.rec}
+	x := &r.txn
 	if r.err != wire.OK {
 		x.Op, x.Req = wire.OpError, &txn.ErrorTxn{Code: int32(r.err)}
 	}
@@ -136,7 +142,8 @@ func (c *conn) proposeWrite(r *request, sid int64) bool {
 	c.mu.Lock()
 	c.queue = append(c.queue, r)
 	c.mu.Unlock()
-	return c.s.propose(c.ctx, &proposal{txn: x, conn: c, req: r}) == nil && r.op != wire.OpCloseSession
+	r.prop = proposal{txn: x, conn: c, req: r}
+	return c.s.propose(c.ctx, &r.prop) == nil && r.op != wire.OpCloseSession
 }
 
 // authenticate adds the identity an auth packet proves, and reports whether the scheme

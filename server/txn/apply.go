@@ -52,6 +52,7 @@ type applier struct {
 	txn    *Txn
 	opt    Options
 	events []Event
+	inline [2]Event // events' first backing array: a create or delete fires two
 }
 
 // Apply applies x to t and returns the outcome. It never panics on a txn's content: a txn
@@ -59,6 +60,7 @@ type applier struct {
 // consumes a zxid in ZooKeeper.
 func Apply(t *datatree.Tree, x *Txn, opt Options) Result {
 	a := &applier{tree: t, txn: x, opt: opt}
+	a.events = a.inline[:0]
 	defer t.SetLastZxid(x.Zxid)
 	if x.Session != 0 && x.Op != wire.OpCreateSession && x.Op != wire.OpCloseSession && t.Session(x.Session) == nil {
 		return Result{Err: datatree.ErrSessionExpired}

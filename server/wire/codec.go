@@ -94,6 +94,9 @@ type Decoder struct {
 // NewDecoder returns a Decoder over b.
 func NewDecoder(b []byte) *Decoder { return &Decoder{buf: b} }
 
+// Reset makes d read b from its start, clearing any error.
+func (d *Decoder) Reset(b []byte) { *d = Decoder{buf: b} }
+
 // Err returns the first decoding error, or nil.
 func (d *Decoder) Err() error { return d.err }
 
