@@ -1,0 +1,620 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/paddock/paddock/server/wire"
+)
+
+// Config describes one load-generator run against one server. It is not changed by Run.
+type Config struct {
+	// Addr is the server's client address, host:port.
+	Addr string
+	// Workload is one of Workloads.
+	Workload string
+	// Sessions is the number of concurrent sessions (TCP connections) issuing requests.
+	Sessions int
+	// Outstanding is the most requests each session has in flight (its pipeline depth).
+	Outstanding int
+	// ValueSize is the size in bytes of the data each created or set znode holds.
+	ValueSize int
+	// Ops, if positive, is the number of measured operations: requests for most
+	// workloads, session lifecycles for churn, notification rounds for fanout. Otherwise
+	// the measurement lasts Duration. The delete workload needs Ops.
+	Ops int64
+	// Duration is how long the measurement lasts when Ops is 0.
+	Duration time.Duration
+	// Warmup is how long the workload runs, unmeasured, before the measurement.
+	Warmup time.Duration
+	// Watchers is the number of watching sessions of the fanout workload.
+	Watchers int
+	// Nodes is the number of znodes set, get, exists, children and mixed prepare and cycle through.
+	Nodes int
+	// Ephemerals is the number of ephemeral znodes each churn session creates.
+	Ephemerals int
+	// Root is the parent of every run's own root, Root/<workload>-<unique suffix>. Runs
+	// remove their own root when done; Root itself is removed if it is then empty.
+	Root string
+	// Keep leaves the run's znodes in place (to measure a server holding them).
+	Keep bool
+	// SessionTimeout is the session timeout asked for; idle sessions ping at a third of it.
+	SessionTimeout time.Duration
+	// RequestTimeout ends a session whose oldest request has waited this long, and bounds
+	// each fanout round.
+	RequestTimeout time.Duration
+	// Progress, if not nil, gets a line every ProgressEvery while a phase runs.
+	Progress      io.Writer
+	ProgressEvery time.Duration
+
+	// fanoutWritePath, for tests, makes the fanout writer change this node (relative to
+	// the run's root) instead of the watched one, so that no watch fires.
+	fanoutWritePath string
+}
+
+// DefaultConfig returns the defaults of `paddock bench`: 16 sessions × 4 outstanding
+// requests (64 in flight), 100-byte values, 10 s of get.
+func DefaultConfig() Config {
+	return Config{
+		Addr:           "127.0.0.1:2181",
+		Workload:       WorkloadGet,
+		Sessions:       16,
+		Outstanding:    4,
+		ValueSize:      100,
+		Duration:       10 * time.Second,
+		Watchers:       1000,
+		Nodes:          1000,
+		Ephemerals:     10,
+		Root:           "/paddock-bench",
+		SessionTimeout: 30 * time.Second,
+		RequestTimeout: 30 * time.Second,
+		ProgressEvery:  2 * time.Second,
+	}
+}
+
+// Validate checks every field and names the first bad one.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(flag string, value any, allowed string) {
+		errs = append(errs, fmt.Errorf("--%s %v: %s", flag, value, allowed))
+	}
+	if !slices.Contains(Workloads, c.Workload) {
+		bad("workload", c.Workload, "want one of "+strings.Join(Workloads, ", "))
+	}
+	if c.Sessions < 1 {
+		bad("sessions", c.Sessions, "want at least 1")
+	}
+	if c.Outstanding < 1 || c.Outstanding > 1<<16 {
+		bad("outstanding", c.Outstanding, "want 1 to 65536")
+	}
+	if c.ValueSize < 0 || c.ValueSize > wire.DefaultMaxBuffer-1024 {
+		bad("value-size", c.ValueSize, fmt.Sprintf("want 0 to %d bytes", wire.DefaultMaxBuffer-1024))
+	}
+	if c.Ops < 0 {
+		bad("ops", c.Ops, "want 0 (use --duration) or more")
+	}
+	if c.Ops == 0 && c.Duration <= 0 {
+		bad("duration", c.Duration, "want a positive duration, or --ops")
+	}
+	if c.Ops == 0 && c.Workload == WorkloadDelete {
+		bad("ops", c.Ops, "the delete workload needs --ops: it deletes that many prepared znodes")
+	}
+	if c.Warmup < 0 {
+		bad("warmup", c.Warmup, "want 0 or more")
+	}
+	if c.Workload == WorkloadFanout && c.Watchers < 1 {
+		bad("watchers", c.Watchers, "want at least 1")
+	}
+	if c.Nodes < 1 {
+		bad("nodes", c.Nodes, "want at least 1")
+	}
+	if c.Workload == WorkloadChurn && c.Ephemerals < 0 {
+		bad("ephemerals", c.Ephemerals, "want 0 or more")
+	}
+	if !strings.HasPrefix(c.Root, "/") || c.Root == "/" || strings.HasSuffix(c.Root, "/") ||
+		strings.Contains(c.Root, "//") || c.Root == "/zookeeper" || strings.HasPrefix(c.Root, "/zookeeper/") {
+		bad("root", c.Root, "want an absolute znode path other than / and /zookeeper, without a trailing /")
+	}
+	if c.SessionTimeout < 100*time.Millisecond {
+		bad("session-timeout", c.SessionTimeout, "want at least 100ms")
+	}
+	if c.RequestTimeout <= 0 {
+		bad("request-timeout", c.RequestTimeout, "want a positive duration")
+	}
+	return errors.Join(errs...)
+}
+
+// prepareWindow is the pipeline depth of the unmeasured phases (preparation, clean-up).
+const prepareWindow = 64
+
+// Run runs the workload of cfg against cfg.Addr and returns what it measured. An error
+// means the run could not be set up or prepared (or its context ended); a session that
+// fails during the measurement is reported in Result.Failures instead, and the other
+// sessions go on.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	switch cfg.Workload {
+	case WorkloadChurn:
+		return runChurn(ctx, cfg)
+	case WorkloadFanout:
+		return runFanout(ctx, cfg)
+	}
+	return runOps(ctx, cfg)
+}
+
+// runID makes each run's root unique: runs against one server never share znodes.
+var runID atomic.Int64
+
+func newRunRoot(cfg *Config) string {
+	return fmt.Sprintf("%s/%s-%s-%d", cfg.Root, cfg.Workload,
+		strconv.FormatInt(time.Now().UnixNano(), 36), runID.Add(1))
+}
+
+func (c Config) sessionOptions(window, readBuf int) sessionOptions {
+	return sessionOptions{Timeout: c.SessionTimeout, RequestTimeout: c.RequestTimeout,
+		DialTimeout: 10 * time.Second, Window: window, ReadBuffer: readBuf}
+}
+
+// value returns the data of created and set znodes: ValueSize bytes, never nil (nil
+// would create a znode with null data, which getData returns as length -1).
+func (c *Config) value() []byte {
+	v := make([]byte, c.ValueSize)
+	for i := range v {
+		v[i] = 'a' + byte(i%26)
+	}
+	return v
+}
+
+// worker drives one session through the phases of a run.
+type worker struct {
+	s       *session
+	hist    *Histogram       // measured latencies of successful requests
+	done    atomic.Int64     // successful requests in the current phase
+	nerr    atomic.Int64     // failed requests in the current phase
+	errs    map[string]int64 // failed requests in the current phase, by error
+	failure error            // why the session ended, if it did
+}
+
+// phase is one pass of a generator over a range of op indices on every live worker.
+type phase struct {
+	name   string
+	gen    generator
+	next   *atomic.Int64 // the next op index to hand out
+	end    int64         // op indices stop here (exclusive)
+	until  int64         // nanotime after which no op is issued; 0: no limit
+	window int
+	record bool
+}
+
+// run issues ops of p until the range or the time is used up, and returns when every
+// reply is in or the session fails.
+func (w *worker) run(p *phase) {
+	s := w.s
+	stopping := false
+	for {
+		if !stopping && s.inFlight() < p.window {
+			if p.until != 0 && nanotime() >= p.until {
+				stopping = true
+			}
+			for !stopping && s.inFlight() < p.window {
+				i := p.next.Add(1) - 1
+				if i >= p.end {
+					stopping = true
+					break
+				}
+				p.gen.issue(s, i)
+			}
+		}
+		if s.pending() {
+			if err := s.flush(); err != nil {
+				w.fail(err)
+				return
+			}
+		}
+		if s.inFlight() == 0 {
+			return
+		}
+		r, err := s.next()
+		for err == nil {
+			w.handle(p, r)
+			var ok bool
+			if r, ok, err = s.buffered(); !ok {
+				break
+			}
+		}
+		if err != nil {
+			w.fail(err)
+			return
+		}
+	}
+}
+
+// handle accounts for one reply.
+func (w *worker) handle(p *phase, r reply) {
+	if r.notification {
+		return // no workload of this kind sets watches
+	}
+	switch {
+	case r.hdr.Err != wire.OK && !p.gen.tolerate(r.hdr.Err):
+		w.errs[r.hdr.Err.String()]++
+		w.nerr.Add(1)
+	case r.hdr.Err == wire.OK && !p.gen.check(r.req, r.body):
+		w.errs["bad reply"]++
+		w.nerr.Add(1)
+	default:
+		if p.record {
+			w.hist.Record(r.at - r.req.start)
+		}
+		w.done.Add(1)
+	}
+}
+
+// fail ends the worker's session: its requests in flight count as lost.
+func (w *worker) fail(err error) {
+	w.failure = err
+	if n := w.s.inFlight(); n > 0 {
+		w.errs["lost in flight"] += int64(n)
+		w.nerr.Add(int64(n))
+	}
+	w.s.abort()
+}
+
+// phaseResult is what a phase did, over all workers.
+type phaseResult struct {
+	ok       int64
+	errors   int64
+	byError  map[string]int64
+	failures []string
+	elapsed  time.Duration
+}
+
+func (pr phaseResult) err() error {
+	if pr.errors == 0 && len(pr.failures) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d failed requests (%s)%s", pr.errors, formatErrors(pr.byError), formatFailures(pr.failures))
+}
+
+// runPhase runs p on every worker whose session is alive and waits for all of them.
+func runPhase(cfg *Config, workers []*worker, p *phase) phaseResult {
+	var wg sync.WaitGroup
+	start := nanotime()
+	for _, w := range workers {
+		if w.failure != nil {
+			continue
+		}
+		w.done.Store(0)
+		w.nerr.Store(0)
+		w.errs = map[string]int64{}
+		wg.Go(func() { w.run(p) })
+	}
+	stop := startProgress(cfg, p.name, start, func() (int64, int64) {
+		var ok, bad int64
+		for _, w := range workers {
+			ok += w.done.Load()
+			bad += w.nerr.Load()
+		}
+		return ok, bad
+	})
+	wg.Wait()
+	stop()
+	pr := phaseResult{elapsed: time.Duration(nanotime() - start), byError: map[string]int64{}}
+	for i, w := range workers {
+		if w.errs == nil {
+			continue
+		}
+		pr.ok += w.done.Load()
+		pr.errors += w.nerr.Load()
+		for k, v := range w.errs {
+			pr.byError[k] += v
+		}
+		w.errs = nil
+		if w.failure != nil {
+			pr.failures = append(pr.failures, fmt.Sprintf("session %d (0x%x): %v", i, w.s.id, w.failure))
+		}
+	}
+	return pr
+}
+
+// startProgress prints a progress line every cfg.ProgressEvery until the returned func is called.
+func startProgress(cfg *Config, what string, start int64, counts func() (ok, bad int64)) (stop func()) {
+	if cfg.Progress == nil || cfg.ProgressEvery <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(cfg.ProgressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				ok, bad := counts()
+				el := time.Duration(nanotime() - start)
+				fmt.Fprintf(cfg.Progress, "bench: %s %s: %v, %d ops, %.0f ops/s, %d errors\n",
+					cfg.Workload, what, el.Round(100*time.Millisecond), ok, float64(ok)/el.Seconds(), bad)
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// runOps runs the request workloads: create, set, get, exists, children, delete, mixed.
+func runOps(ctx context.Context, cfg Config) (*Result, error) {
+	res := newResult(&cfg)
+	workers, err := connectWorkers(ctx, &cfg, cfg.Sessions, max(cfg.Outstanding, prepareWindow))
+	if err != nil {
+		return nil, err
+	}
+	defer closeWorkers(workers)
+	root := newRunRoot(&cfg)
+	if err := createRoot(workers[0].s, cfg.Root, root); err != nil {
+		return nil, err
+	}
+	prefix := []byte(root + "/")
+	value := cfg.value()
+	nodes := int64(cfg.Nodes)
+	// Every workload's znodes are root/i for i in [0, made); children adds root/i/c.
+	var made int64
+	var gen generator
+	var next atomic.Int64
+	prepare := func(what string, g generator, n int64) error {
+		var from atomic.Int64
+		p := &phase{name: "prepare " + what, gen: g, next: &from, end: n, window: prepareWindow}
+		pr := runPhase(&cfg, workers, p)
+		res.Prepared += pr.ok
+		res.PrepareElapsed += pr.elapsed
+		if err := pr.err(); err != nil {
+			return fmt.Errorf("bench: prepare %s: %w", what, err)
+		}
+		return ctx.Err()
+	}
+	cleanup := func() error {
+		if cfg.Keep {
+			return nil
+		}
+		var errs []error
+		if cfg.Workload == WorkloadChildren {
+			var from atomic.Int64
+			p := &phase{name: "clean up", gen: &deleteChildGen{prefix: prefix, per: childrenPerNode},
+				next: &from, end: made * childrenPerNode, window: prepareWindow}
+			errs = append(errs, runPhase(&cfg, workers, p).err())
+		}
+		var from atomic.Int64
+		p := &phase{name: "clean up", gen: &deleteGen{prefix: prefix, missingOK: true}, next: &from, end: made, window: prepareWindow}
+		errs = append(errs, runPhase(&cfg, workers, p).err())
+		errs = append(errs, removeRoot(workers, cfg.Root, root))
+		if err := errors.Join(errs...); err != nil {
+			return fmt.Errorf("bench: clean up %s: %w", root, err)
+		}
+		return nil
+	}
+
+	warmEnd := int64(math.MaxInt64)
+	switch cfg.Workload {
+	case WorkloadCreate:
+		gen = &createGen{prefix: prefix, value: value}
+	case WorkloadDelete:
+		// The warm-up deletes from a pool of its own, so the measurement deletes exactly Ops.
+		if cfg.Warmup > 0 {
+			warmEnd = max(cfg.Ops/4, 1000)
+		} else {
+			warmEnd = 0
+		}
+		made = warmEnd + cfg.Ops
+		if err := prepare("znodes", &createGen{prefix: prefix, value: value}, made); err != nil {
+			return nil, errors.Join(err, cleanup())
+		}
+		gen = &deleteGen{prefix: prefix}
+	default:
+		made = nodes
+		if err := prepare("znodes", &createGen{prefix: prefix, value: value}, nodes); err != nil {
+			return nil, errors.Join(err, cleanup())
+		}
+		g := &readGen{prefix: prefix, nodes: nodes, value: value, valueSize: int32(cfg.ValueSize)}
+		switch cfg.Workload {
+		case WorkloadGet:
+			g.op = wire.OpGetData
+		case WorkloadExists:
+			g.op = wire.OpExists
+		case WorkloadSet:
+			g.op = wire.OpSetData
+		case WorkloadMixed:
+			g.op, g.setEvery = wire.OpGetData, 10
+		case WorkloadChildren:
+			g.op, g.children = wire.OpGetChildren, childrenPerNode
+			if err := prepare("children", &childGen{prefix: prefix, value: value, per: childrenPerNode}, nodes*childrenPerNode); err != nil {
+				return nil, errors.Join(err, cleanup())
+			}
+		}
+		gen = g
+	}
+
+	if cfg.Warmup > 0 {
+		p := &phase{name: "warm-up", gen: gen, next: &next, end: warmEnd,
+			until: nanotime() + int64(cfg.Warmup), window: cfg.Outstanding}
+		pr := runPhase(&cfg, workers, p)
+		res.WarmupOps = pr.ok
+		if err := pr.err(); err != nil {
+			return nil, errors.Join(fmt.Errorf("bench: warm-up: %w", err), cleanup())
+		}
+		if cfg.Workload == WorkloadDelete {
+			next.Store(warmEnd) // start the measurement on the pool of Ops znodes
+		}
+	}
+	p := &phase{name: "measure", gen: gen, next: &next, end: math.MaxInt64, window: cfg.Outstanding, record: true}
+	if cfg.Ops > 0 {
+		p.end = next.Load() + cfg.Ops
+	} else {
+		p.until = nanotime() + int64(cfg.Duration)
+	}
+	pr := runPhase(&cfg, workers, p)
+	res.addPhase(pr)
+	for _, w := range workers {
+		res.hist.Merge(w.hist)
+	}
+	if cfg.Workload == WorkloadCreate {
+		made = min(next.Load(), p.end)
+	}
+	res.finish()
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	if err := cleanup(); err != nil {
+		res.CleanupError = err.Error()
+	}
+	return res, nil
+}
+
+// connectWorkers opens n sessions in parallel.
+func connectWorkers(ctx context.Context, cfg *Config, n, window int) ([]*worker, error) {
+	sessions, err := dialMany(ctx, cfg.Addr, n, cfg.sessionOptions(window, 64<<10))
+	if err != nil {
+		return nil, err
+	}
+	workers := make([]*worker, n)
+	for i, s := range sessions {
+		workers[i] = &worker{s: s, hist: NewHistogram()}
+	}
+	return workers, nil
+}
+
+// dialMany opens n sessions, at most 64 handshakes at a time. If any fails, the others are
+// closed and the first error is returned.
+func dialMany(ctx context.Context, addr string, n int, o sessionOptions) ([]*session, error) {
+	sessions := make([]*session, n)
+	errs := make([]error, n)
+	sem := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	for i := range sessions {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			sessions[i], errs[i] = dial(ctx, addr, o)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		closeSessions(sessions)
+		return nil, fmt.Errorf("bench: connect %d sessions to %s: %w", n, addr, firstError(errs))
+	}
+	return sessions, nil
+}
+
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// closeSessions ends every live session with closeSession, 64 at a time, so that the
+// server drops their ephemerals and watches now rather than at expiry.
+func closeSessions(sessions []*session) {
+	sem := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	for _, s := range sessions {
+		if s == nil {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			s.close(10 * time.Second)
+		})
+	}
+	wg.Wait()
+}
+
+func closeWorkers(workers []*worker) {
+	var live []*session
+	for _, w := range workers {
+		if w.failure == nil {
+			live = append(live, w.s)
+		}
+	}
+	closeSessions(live)
+}
+
+// call sends one request on s and waits for its reply, for set-up and clean-up.
+func call(s *session, op wire.Op, body func(e *wire.Encoder)) (wire.Code, error) {
+	body(s.begin(op, -1))
+	s.end()
+	if err := s.flush(); err != nil {
+		return 0, err
+	}
+	for {
+		r, err := s.next()
+		if err != nil {
+			return 0, err
+		}
+		if !r.notification {
+			return r.hdr.Err, nil
+		}
+	}
+}
+
+// create makes a persistent znode with no data.
+func create(s *session, path string) (wire.Code, error) {
+	return call(s, wire.OpCreate, func(e *wire.Encoder) {
+		e.String(path)
+		e.Buffer([]byte{})
+		e.Raw(openACL)
+		e.Int(wire.FlagPersistent)
+	})
+}
+
+// remove deletes a znode whatever its version.
+func remove(s *session, path string) (wire.Code, error) {
+	return call(s, wire.OpDelete, func(e *wire.Encoder) { e.String(path); e.Int(-1) })
+}
+
+// createRoot creates the shared root (if missing) and the run's own root.
+func createRoot(s *session, shared, root string) error {
+	if code, err := create(s, shared); err != nil || (code != wire.OK && code != wire.ErrNodeExists) {
+		return fmt.Errorf("bench: create %s: %v", shared, errors.Join(err, codeErr(code)))
+	}
+	if code, err := create(s, root); err != nil || code != wire.OK {
+		return fmt.Errorf("bench: create %s: %v", root, errors.Join(err, codeErr(code)))
+	}
+	return nil
+}
+
+// removeRoot deletes the run's root and then the shared root, unless another run still uses it.
+func removeRoot(workers []*worker, shared, root string) error {
+	for _, w := range workers {
+		if w.failure != nil {
+			continue
+		}
+		if code, err := remove(w.s, root); err != nil || code != wire.OK {
+			return fmt.Errorf("delete %s: %v", root, errors.Join(err, codeErr(code)))
+		}
+		if code, err := remove(w.s, shared); err != nil || (code != wire.OK && code != wire.ErrNotEmpty && code != wire.ErrNoNode) {
+			return fmt.Errorf("delete %s: %v", shared, errors.Join(err, codeErr(code)))
+		}
+		return nil
+	}
+	return errors.New("no session left to delete " + root)
+}
+
+func codeErr(c wire.Code) error {
+	if c == wire.OK {
+		return nil
+	}
+	return c
+}
