@@ -109,10 +109,10 @@ func newCrashTest(t *testing.T) *crashTest {
 }
 
 // start starts a server on the data directory and checks that its zxid has not gone back.
-func (c *crashTest) start(name string, env []string) *paddockProcess {
+func (c *crashTest) start(name string, env []string) *testutil.PaddockProcess {
 	c.t.Helper()
 	c.processes++
-	p := startPaddock(c.t, processOptions{
+	p := startPaddock(c.t, testutil.PaddockProcessOptions{
 		DataDir: filepath.Join(c.dir, "data"),
 		Port:    c.port,
 		Env:     append(slices.Clone(commonEnv), env...),
@@ -149,7 +149,7 @@ func (c *crashTest) round(r int) {
 		killAt = budget
 	}
 	wrote, acked := c.write(p, r, base, killAt)
-	p.checkLog(t, name)
+	checkLog(t, p, name)
 	t.Logf("%s (%s): served after %v at zxid 0x%x; %s wrote for %v: %d acknowledged; kill -9",
 		name, setting.name, p.Ready.Round(time.Millisecond), base, checked, wrote.Round(time.Millisecond), acked)
 	if r%5 == 4 {
@@ -167,7 +167,7 @@ func (c *crashTest) killDelay() time.Duration {
 }
 
 // setup creates the writers' directories and the shared sequential directory.
-func (c *crashTest) setup(p *paddockProcess) {
+func (c *crashTest) setup(p *testutil.PaddockProcess) {
 	c.t.Helper()
 	conn, err := connect(p.Addr, 10*time.Second, nil, nil, nil)
 	if err != nil {
@@ -191,7 +191,7 @@ func (c *crashTest) setup(p *paddockProcess) {
 
 // write runs the writers until killAt, then kills the server. It returns how long they
 // wrote and how many writes were acknowledged.
-func (c *crashTest) write(p *paddockProcess, round int, base int64, killAt time.Time) (time.Duration, int64) {
+func (c *crashTest) write(p *testutil.PaddockProcess, round int, base int64, killAt time.Time) (time.Duration, int64) {
 	t := c.t
 	g := &gate{}
 	var killed atomic.Bool
@@ -262,7 +262,7 @@ func (c *crashTest) write(p *paddockProcess, round int, base int64, killAt time.
 func (c *crashTest) crashDuringStart(name string, env []string) {
 	c.t.Helper()
 	c.processes++
-	p, err := launchPaddock(c.t, processOptions{
+	p, err := launchPaddock(c.t, testutil.PaddockProcessOptions{
 		DataDir: filepath.Join(c.dir, "data"),
 		Env:     append(slices.Clone(commonEnv), env...),
 		LogPath: filepath.Join(c.dir, fmt.Sprintf("server-%02d-%s.log", c.processes, name)),
@@ -273,22 +273,22 @@ func (c *crashTest) crashDuringStart(name string, env []string) {
 	delay := time.Duration(c.rng.Int64N(int64(c.starts[len(c.starts)-1]) + 1))
 	select {
 	case <-time.After(delay):
-	case <-p.exited:
+	case <-p.Exited():
 		if tail := p.LogTail(30); !strings.Contains(tail, "address already in use") {
-			c.t.Fatalf("%s: paddock exited during start-up (%v); log tail:\n%s", name, p.waitErr, tail)
+			c.t.Fatalf("%s: paddock exited during start-up (%v); log tail:\n%s", name, p.ExitErr(), tail)
 		}
 		c.t.Logf("%s: port %d was taken; the next start picks another", name, c.port)
 		return
 	}
 	p.Kill()
-	p.checkLog(c.t, name)
+	checkLog(c.t, p, name)
 	c.t.Logf("%s: kill -9 %v into start-up", name, delay.Round(time.Millisecond))
 }
 
 // verify reads every writer's directory and the shared sequential directory and checks
 // them against the models: every acknowledged write there, each request in flight at the
 // crash there in full or not at all. It updates the models to what it found.
-func (c *crashTest) verify(p *paddockProcess, name string) string {
+func (c *crashTest) verify(p *testutil.PaddockProcess, name string) string {
 	c.t.Helper()
 	dirs, seq, err := c.read(p)
 	if err != nil {
@@ -327,7 +327,7 @@ func (c *crashTest) verify(p *paddockProcess, name string) string {
 }
 
 // read reads every writer's directory and the shared sequential directory.
-func (c *crashTest) read(p *paddockProcess) ([]observedDir, map[int64]znode, error) {
+func (c *crashTest) read(p *testutil.PaddockProcess) ([]observedDir, map[int64]znode, error) {
 	conn, err := connect(p.Addr, 10*time.Second, nil, nil, nil)
 	if err != nil {
 		return nil, nil, err
@@ -381,7 +381,7 @@ func (c *crashTest) finish() {
 	}
 	c.maxZxid = max(c.maxZxid, z)
 	p.Kill()
-	p.checkLog(t, "final")
+	checkLog(t, p, "final")
 
 	p = c.start("after-expiry", nil)
 	if err := c.check(p); err != nil {
@@ -390,7 +390,7 @@ func (c *crashTest) finish() {
 	if err := p.Stop(10 * time.Second); err != nil {
 		t.Errorf("after-expiry: SIGTERM: %v", err)
 	}
-	p.checkLog(t, "after-expiry")
+	checkLog(t, p, "after-expiry")
 	t.Logf("%d server processes on one data directory; %d writes acknowledged, %d of %d in flight at a crash happened; "+
 		"start-up took at most %v (median %v)", c.processes, c.acked, c.durable, c.inFlight,
 		slices.Max(c.starts).Round(time.Millisecond), median(c.starts).Round(time.Millisecond))
@@ -415,7 +415,7 @@ func (c *crashTest) dropEphemerals() {
 }
 
 // check compares everything with the models, which have nothing in flight.
-func (c *crashTest) check(p *paddockProcess) error {
+func (c *crashTest) check(p *testutil.PaddockProcess) error {
 	dirs, seq, err := c.read(p)
 	if err != nil {
 		return err

@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/paddock/paddock/internal/testutil"
 )
 
 // binDir holds the paddock binary built for this run; TestMain removes it.
@@ -41,23 +40,11 @@ func TestMain(m *testing.M) {
 func paddockBinary(tb testing.TB) string {
 	tb.Helper()
 	build.once.Do(func() {
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		build.path = filepath.Join(binDir, "paddock")
-		args := []string{"build", "-o", build.path}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		args = append(args, "github.com/paddock/paddock/cmd/paddock")
 		start := time.Now()
-		out, err := exec.Command(goTool, args...).CombinedOutput()
-		if err != nil {
-			build.err = fmt.Errorf("go %v: %v\n%s", args, err, out)
-			return
+		build.path, build.err = testutil.BuildPaddock(binDir, testutil.RaceEnabled)
+		if build.err == nil {
+			tb.Logf("built paddock (race detector: %v) in %v", testutil.RaceEnabled, time.Since(start).Round(time.Millisecond))
 		}
-		tb.Logf("built paddock (race detector: %v) in %v", raceEnabled, time.Since(start).Round(time.Millisecond))
 	})
 	if build.err != nil {
 		tb.Fatal(build.err)

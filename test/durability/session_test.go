@@ -33,7 +33,7 @@ const (
 func TestSessionsAcrossRestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	opts := processOptions{
+	opts := testutil.PaddockProcessOptions{
 		DataDir: filepath.Join(dir, "data"),
 		Env:     []string{fmt.Sprintf("PADDOCK_SERVER_TICK_TIME=%v", sessionTick), "PADDOCK_SERVER_MAX_SESSION_TIMEOUT=60s"},
 		LogPath: filepath.Join(dir, "server-1.log"),
@@ -62,7 +62,7 @@ func TestSessionsAcrossRestart(t *testing.T) {
 	}
 	mark := events.len()
 	p.Kill()
-	p.checkLog(t, "before the crash")
+	checkLog(t, p, "before the crash")
 
 	// The same port: the client reconnects to the address it knows.
 	opts.Port, opts.Fixed, opts.LogPath = p.Port(), true, filepath.Join(dir, "server-2.log")
@@ -129,7 +129,7 @@ func TestSessionsAcrossRestart(t *testing.T) {
 		return err == nil && !ok
 	}, "/s/a-eph is still there after its session was closed")
 	p.Kill()
-	p.checkLog(t, "after the restart")
+	checkLog(t, p, "after the restart")
 	opts.LogPath = filepath.Join(dir, "server-3.log")
 	p = startPaddock(t, opts)
 	d, err := connect(p.Addr, 10*time.Second, nil, nil, nil)
@@ -141,7 +141,7 @@ func TestSessionsAcrossRestart(t *testing.T) {
 	if err != nil || !slices.Equal(children, []string{"watched"}) {
 		t.Errorf("after closing every session and a crash, /s has %q (%v), want only watched", children, err)
 	}
-	p.checkLog(t, "after the second restart")
+	checkLog(t, p, "after the second restart")
 }
 
 // eventLog records a go-zookeeper/zk client's session states; the client's own event
