@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,14 +61,29 @@ type ZooKeeperOptions struct {
 	JuteMaxBuffer int
 	// StartTimeout bounds the wait for the server to answer ruok; zero means 30 s.
 	StartTimeout time.Duration
+	// Dir, if set, is the server's directory (zoo.cfg, data/, the log) in place of a fresh
+	// temporary one. It is created if missing and kept by Stop, so that a later server can
+	// start on the same data.
+	Dir string
+	// Config lines ("key=value") are appended to zoo.cfg after the harness's own; ZooKeeper
+	// takes the last value of a key. E.g. maxClientCnxns=0, forceSync=yes, snapCount=N.
+	Config []string
+	// JVMFlags, if not nil, replace the flags that make a short-lived test JVM start fast
+	// (a 512 MB heap, the serial collector, the C1 compiler only): a benchmark passes
+	// ZooKeeper's production settings instead. The logging properties stay.
+	JVMFlags []string
 }
 
 // ZooKeeper is a running throwaway Apache ZooKeeper server process.
 type ZooKeeper struct {
 	// Addr is the client address, "127.0.0.1:port".
 	Addr string
-	// Dir is the temp directory holding zoo.cfg, the data and the server log.
+	// Dir is the directory holding zoo.cfg, the data (Dir/data) and the server log.
 	Dir string
+	// Started is the time just before the JVM was started; Ready is how long it took
+	// from then until the server answered srvr as serving (polled every 10 ms).
+	Started time.Time
+	Ready   time.Duration
 
 	cmd      *exec.Cmd
 	exited   chan struct{} // closed when the process has exited and waitErr is set
@@ -120,7 +136,12 @@ func startZooKeeperOnce(tb testing.TB, java string, opts ZooKeeperOptions) (*Zoo
 		return nil, err
 	}
 	z := &ZooKeeper{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), exited: make(chan struct{})}
-	if tb != nil {
+	if opts.Dir != "" {
+		z.Dir = opts.Dir
+		if err := os.MkdirAll(z.Dir, 0o755); err != nil {
+			return nil, fmt.Errorf("testutil: zookeeper dir: %w", err)
+		}
+	} else if tb != nil {
 		z.Dir = tb.TempDir()
 	} else if z.Dir, err = os.MkdirTemp("", "zookeeper-"); err != nil {
 		return nil, fmt.Errorf("testutil: zookeeper temp dir: %w", err)
@@ -131,7 +152,8 @@ func startZooKeeperOnce(tb testing.TB, java string, opts ZooKeeperOptions) (*Zoo
 	if err := os.WriteFile(cfgPath, []byte(opts.zooCfg(z.Dir, port)), 0o644); err != nil {
 		return nil, fmt.Errorf("testutil: write zoo.cfg: %w", err)
 	}
-	logFile, err := os.Create(z.logPath())
+	// Appended to: a server restarted in the same Dir keeps the earlier log.
+	logFile, err := os.OpenFile(z.logPath(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("testutil: zookeeper log: %w", err)
 	}
@@ -142,6 +164,7 @@ func startZooKeeperOnce(tb testing.TB, java string, opts ZooKeeperOptions) (*Zoo
 	z.cmd.Dir = z.Dir
 	z.cmd.Stdout, z.cmd.Stderr = logFile, logFile
 	z.cmd.SysProcAttr = childProcAttr()
+	z.Started = time.Now()
 	if err := z.cmd.Start(); err != nil {
 		z.cleanDir()
 		return nil, fmt.Errorf("testutil: start zookeeper: %w", err)
@@ -154,6 +177,7 @@ func startZooKeeperOnce(tb testing.TB, java string, opts ZooKeeperOptions) (*Zoo
 		z.Stop()
 		return nil, err
 	}
+	z.Ready = time.Since(z.Started)
 	return z, nil
 }
 
@@ -173,19 +197,25 @@ func (o ZooKeeperOptions) zooCfg(dir string, port int) string {
 	if o.FourLetterWords != "" {
 		fmt.Fprintf(&b, "4lw.commands.whitelist=%s\n", o.FourLetterWords)
 	}
+	for _, line := range o.Config {
+		b.WriteString(line + "\n")
+	}
 	return b.String()
 }
 
 // jvmFlags returns the JVM options: the system properties that cannot go in zoo.cfg
 // (jute.maxbuffer is read without the zookeeper. prefix; znode.container.* likewise) and
-// flags that make a short-lived JVM start fast.
+// flags that make a short-lived JVM start fast, unless o.JVMFlags replaces them.
 func (o ZooKeeperOptions) jvmFlags(dir string) []string {
-	flags := []string{
-		"-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-		"-Dzookeeper.log.dir=" + dir,
+	flags := []string{"-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}
+	if o.JVMFlags != nil {
+		flags = slices.Clone(o.JVMFlags)
+	}
+	flags = append(flags,
+		"-Dzookeeper.log.dir="+dir,
 		"-Dzookeeper.root.logger=INFO,CONSOLE",
 		"-Dzookeeper.jmx.log4j.disable=true",
-	}
+	)
 	if o.ExtendedTypes {
 		flags = append(flags, "-Dzookeeper.extendedTypesEnabled=true")
 	}
@@ -210,6 +240,9 @@ func (o ZooKeeperOptions) startTimeout() time.Duration {
 
 func (z *ZooKeeper) logPath() string { return filepath.Join(z.Dir, "zookeeper.log") }
 
+// PID returns the JVM's process id.
+func (z *ZooKeeper) PID() int { return z.cmd.Process.Pid }
+
 // waitReady polls until the server is serving, the process exits, or timeout passes.
 func (z *ZooKeeper) waitReady(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
@@ -230,7 +263,7 @@ func (z *ZooKeeper) waitReady(timeout time.Duration) error {
 			return fmt.Errorf("testutil: zookeeper at %s did not start serving within %v; log tail:\n%s",
 				z.Addr, timeout, z.LogTail(4096))
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

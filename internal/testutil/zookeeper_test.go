@@ -1,10 +1,16 @@
 package testutil
 
 import (
+	"fmt"
 	"net"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 func TestStartZooKeeper(t *testing.T) {
@@ -68,6 +74,62 @@ func TestZooCfg(t *testing.T) {
 		"admin.enableServer=false\n4lw.commands.whitelist=*\n"
 	if got != want {
 		t.Errorf("zooCfg =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// A server in a Dir of the caller's keeps its data across a restart; Config lines reach
+// zoo.cfg and JVMFlags the java command line.
+func TestStartZooKeeperInDirRestarts(t *testing.T) {
+	opts := ZooKeeperOptions{
+		Dir:             filepath.Join(t.TempDir(), "zk"),
+		FourLetterWords: "*",
+		Config:          []string{"maxClientCnxns=0", "snapCount=1000"},
+		JVMFlags:        []string{"-Xmx200m"},
+	}
+	first, err := StartZooKeeper(t, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Ready <= 0 || first.Started.IsZero() {
+		t.Errorf("Started %v, Ready %v: want both set", first.Started, first.Ready)
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", first.PID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if args := strings.Split(string(cmdline), "\x00"); !slices.Contains(args, "-Xmx200m") || slices.Contains(args, "-XX:+UseSerialGC") {
+		t.Errorf("java command line %q: want -Xmx200m in place of the test flags", args)
+	}
+	conf, err := FourLetterWord(first.Addr, "conf", 5*time.Second)
+	if err != nil || !strings.Contains(conf, "maxClientCnxns=0\n") {
+		t.Errorf("conf = %q, %v; want maxClientCnxns=0", conf, err)
+	}
+	c, _, err := zk.Connect([]string{first.Addr}, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Create("/kept", []byte("v"), 0, zk.WorldACL(zk.PermAll))
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Stop()
+
+	second, err := StartZooKeeper(t, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _, err = zk.Connect([]string{second.Addr}, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if data, _, err := c.Get("/kept"); err != nil || string(data) != "v" {
+		t.Errorf("after the restart: get /kept = %q, %v", data, err)
+	}
+	if log, err := os.ReadFile(filepath.Join(opts.Dir, "zookeeper.log")); err != nil ||
+		strings.Count(string(log), "Reading configuration from") < 2 {
+		t.Errorf("the log of the first start was not kept (%v)", err)
 	}
 }
 
