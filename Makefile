@@ -3,6 +3,8 @@
 GO       ?= go
 BIN      := bin/paddock
 DATA_DIR ?= ./data
+# QUICK=1 makes `make bench` compare the servers in a short pass.
+QUICK    ?=
 # The fuzz targets `make fuzz` runs, as package:Target, each for FUZZTIME.
 FUZZTIME ?= 30s
 FUZZ_TARGETS := \
@@ -13,7 +15,7 @@ FUZZ_TARGETS := \
 	./server/store:FuzzSnapshot \
 	./server:FuzzRequest
 
-.PHONY: run build test deps check vet fmt-check bench fuzz lint clean
+.PHONY: run build test deps check vet fmt-check bench bench-micro bench-compare fuzz lint clean
 
 ## run: build paddock and run the coordination server on the embedded default
 ## (standalone, data under ./data, clients on :2181).
@@ -42,9 +44,18 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-## bench: the Go benchmarks, with allocations.
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+## bench: the Go micro-benchmarks, with allocations, then paddock and Apache ZooKeeper 3.8
+## side by side (bench-compare).
+bench: bench-micro bench-compare
+
+bench-micro:
+	$(GO) test -run '^$$' -bench . -skip '^BenchmarkSideBySide$$' -benchmem ./...
+
+## bench-compare: both servers as processes on this machine, the same client and settings,
+## every workload alternately on each; prints the table and writes bench/results.md. About
+## 12 minutes; `make bench-compare QUICK=1` is a one-minute pass that leaves results.md alone.
+bench-compare: deps
+	PADDOCK_BENCH_QUICK=$(QUICK) $(GO) test -run '^$$' -bench '^BenchmarkSideBySide$$' -benchtime 1x -timeout 60m ./bench/
 
 ## fuzz: run each fuzz target for FUZZTIME (the seed corpora run in `make test`).
 fuzz:

@@ -27,6 +27,7 @@ func runChurn(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer control.close(10 * time.Second)
 	root := newRunRoot(&cfg)
+	res.Root = root
 	if err := createRoot(control, cfg.Root, root); err != nil {
 		return nil, err
 	}
@@ -40,7 +41,9 @@ func runChurn(ctx context.Context, cfg Config) (*Result, error) {
 	} else {
 		until = nanotime() + int64(cfg.Duration)
 	}
+	cfg.hook(true)
 	pr := c.phase(ctx, "measure", end, until, true)
+	cfg.hook(false)
 	res.addPhase(pr)
 	res.hist = c.hist
 	res.finish()

@@ -30,6 +30,7 @@ func runFanout(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer writer.close(10 * time.Second)
 	root := newRunRoot(&cfg)
+	res.Root = root
 	if err := createRoot(writer, cfg.Root, root); err != nil {
 		return nil, err
 	}
@@ -125,6 +126,8 @@ func (f *fanout) run(ctx context.Context, res *Result) error {
 		}
 	}
 	hist, notify := NewHistogram(), NewHistogram()
+	cfg.hook(true)
+	defer cfg.hook(false)
 	start := nanotime()
 	var until int64
 	if cfg.Ops == 0 {

@@ -56,6 +56,9 @@ type Config struct {
 	Progress      io.Writer
 	ProgressEvery time.Duration
 
+	// measureHook, if not nil, is called just before the measured phase starts (true) and
+	// just after it ends (false), for the side-by-side driver to sample CPU times.
+	measureHook func(begin bool)
 	// fanoutWritePath, for tests, makes the fanout writer change this node (relative to
 	// the run's root) instead of the watched one, so that no watch fires.
 	fanoutWritePath string
@@ -131,6 +134,12 @@ func (c *Config) Validate() error {
 		bad("request-timeout", c.RequestTimeout, "want a positive duration")
 	}
 	return errors.Join(errs...)
+}
+
+func (c *Config) hook(begin bool) {
+	if c.measureHook != nil {
+		c.measureHook(begin)
+	}
 }
 
 // prepareWindow is the pipeline depth of the unmeasured phases (preparation, clean-up).
@@ -361,6 +370,7 @@ func runOps(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer closeWorkers(workers)
 	root := newRunRoot(&cfg)
+	res.Root = root
 	if err := createRoot(workers[0].s, cfg.Root, root); err != nil {
 		return nil, err
 	}
@@ -461,7 +471,9 @@ func runOps(ctx context.Context, cfg Config) (*Result, error) {
 	} else {
 		p.until = nanotime() + int64(cfg.Duration)
 	}
+	cfg.hook(true)
 	pr := runPhase(&cfg, workers, p)
+	cfg.hook(false)
 	res.addPhase(pr)
 	for _, w := range workers {
 		res.hist.Merge(w.hist)

@@ -14,8 +14,10 @@ import (
 // Result is what one run measured. Only successful requests count as Ops and go into
 // Latency; failed ones are in Errors, by error code. In JSON, durations are nanoseconds.
 type Result struct {
-	Workload    string `json:"workload"`
-	Addr        string `json:"addr"`
+	Workload string `json:"workload"`
+	Addr     string `json:"addr"`
+	// Root is the run's own root znode, under which its znodes are (and stay, with Keep).
+	Root        string `json:"root"`
 	Sessions    int    `json:"sessions"`
 	Outstanding int    `json:"outstanding"`
 	ValueSize   int    `json:"value_size"`

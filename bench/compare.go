@@ -1,0 +1,185 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Unit says how a metric's values are printed.
+type Unit int
+
+// Units of comparison metrics.
+const (
+	UnitRate     Unit = iota // per second
+	UnitDuration             // nanoseconds, printed in ms or s
+	UnitBytes                // printed in MiB
+	UnitCount
+)
+
+// Goal is what paddock must achieve on a metric, compared with ZooKeeper.
+type Goal int
+
+// Goals of the comparison.
+const (
+	GoalNone        Goal = iota // informational
+	GoalTwiceAsHigh             // paddock ≥ 2 × ZooKeeper (throughput)
+	GoalHalfOrLess              // paddock ≤ ½ × ZooKeeper (latency, memory)
+	GoalLower                   // paddock < ZooKeeper
+	GoalUnder3s                 // paddock < 3 s, whatever ZooKeeper does
+	GoalZero                    // both 0 (errors)
+)
+
+func (g Goal) String() string {
+	switch g {
+	case GoalTwiceAsHigh:
+		return "≥ 2×"
+	case GoalHalfOrLess:
+		return "≤ ½"
+	case GoalLower:
+		return "< ZK"
+	case GoalUnder3s:
+		return "paddock < 3 s"
+	case GoalZero:
+		return "0"
+	}
+	return ""
+}
+
+// Row is one metric of the comparison: the median over the runs of each server.
+type Row struct {
+	Metric    string
+	Unit      Unit
+	ZooKeeper float64
+	Paddock   float64
+	Goal      Goal
+	// ZooKeeperRuns and PaddockRuns are the values of the single runs, in run order.
+	ZooKeeperRuns []float64
+	PaddockRuns   []float64
+}
+
+// NewRow returns the row of a metric from the values of each server's runs.
+func NewRow(metric string, unit Unit, goal Goal, zk, paddock []float64) Row {
+	return Row{Metric: metric, Unit: unit, Goal: goal, ZooKeeper: Median(zk), Paddock: Median(paddock),
+		ZooKeeperRuns: slices.Clone(zk), PaddockRuns: slices.Clone(paddock)}
+}
+
+// Ratio returns paddock / ZooKeeper, NaN if ZooKeeper's value is 0.
+func (r Row) Ratio() float64 {
+	if r.ZooKeeper == 0 {
+		return math.NaN()
+	}
+	return r.Paddock / r.ZooKeeper
+}
+
+// Met reports whether paddock meets the row's goal; ok is false for rows without one.
+func (r Row) Met() (met, ok bool) {
+	switch r.Goal {
+	case GoalTwiceAsHigh:
+		return r.Paddock >= 2*r.ZooKeeper && r.Paddock > 0, true
+	case GoalHalfOrLess:
+		return r.Paddock <= r.ZooKeeper/2 && r.ZooKeeper > 0, true
+	case GoalLower:
+		return r.Paddock < r.ZooKeeper, true
+	case GoalUnder3s:
+		return r.Paddock > 0 && r.Paddock < float64(3*time.Second), true
+	case GoalZero:
+		return r.Paddock == 0 && r.ZooKeeper == 0, true
+	}
+	return false, false
+}
+
+// Median returns the median of vs (the mean of the middle two for an even count), or NaN
+// for none.
+func Median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// FormatValue prints v in unit u.
+func FormatValue(v float64, u Unit) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	switch u {
+	case UnitRate:
+		return thousands(int64(math.Round(v))) + "/s"
+	case UnitDuration:
+		if v >= float64(time.Second) {
+			return fmt.Sprintf("%.2f s", v/float64(time.Second))
+		}
+		return ms(time.Duration(v))
+	case UnitBytes:
+		return fmt.Sprintf("%.0f MiB", v/(1<<20))
+	}
+	return thousands(int64(math.Round(v)))
+}
+
+// thousands prints n with comma separators: 12,345.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// MarkdownTable renders rows as a Markdown table: the metric, ZooKeeper's and paddock's
+// medians, the ratio paddock/ZooKeeper, the goal and ✓ or ✗.
+func MarkdownTable(rows []Row) string {
+	var b strings.Builder
+	b.WriteString("| metric | ZooKeeper 3.8 | paddock | paddock / ZK | goal | |\n")
+	b.WriteString("|---|---:|---:|---:|---|---|\n")
+	for _, r := range rows {
+		ratio := "—"
+		if q := r.Ratio(); !math.IsNaN(q) && !math.IsInf(q, 0) {
+			ratio = fmt.Sprintf("%.2f×", q)
+		}
+		mark := ""
+		if met, ok := r.Met(); ok {
+			mark = "✗"
+			if met {
+				mark = "✓"
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", r.Metric,
+			FormatValue(r.ZooKeeper, r.Unit), FormatValue(r.Paddock, r.Unit), ratio, r.Goal, mark)
+	}
+	return b.String()
+}
+
+// MarkdownRuns renders every run's value of each row, to show the spread behind the medians.
+func MarkdownRuns(rows []Row) string {
+	var b strings.Builder
+	b.WriteString("| metric | ZooKeeper runs | paddock runs |\n|---|---|---|\n")
+	for _, r := range rows {
+		f := func(vs []float64) string {
+			parts := make([]string, len(vs))
+			for i, v := range vs {
+				parts[i] = FormatValue(v, r.Unit)
+			}
+			return strings.Join(parts, ", ")
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.Metric, f(r.ZooKeeperRuns), f(r.PaddockRuns))
+	}
+	return b.String()
+}

@@ -1,0 +1,89 @@
+package bench
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{
+		{[]float64{3}, 3},
+		{[]float64{5, 1, 3}, 3},
+		{[]float64{4, 1, 3, 2}, 2.5},
+	} {
+		if got := Median(tc.in); got != tc.want {
+			t.Errorf("Median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+	if !math.IsNaN(Median(nil)) {
+		t.Error("Median(nil) is not NaN")
+	}
+}
+
+func TestGoals(t *testing.T) {
+	ms := float64(time.Millisecond)
+	for _, tc := range []struct {
+		goal        Goal
+		zk, paddock float64
+		met         bool
+	}{
+		{GoalTwiceAsHigh, 100, 200, true},
+		{GoalTwiceAsHigh, 100, 199, false},
+		{GoalTwiceAsHigh, 0, 0, false},
+		{GoalHalfOrLess, 10 * ms, 5 * ms, true},
+		{GoalHalfOrLess, 10 * ms, 6 * ms, false},
+		{GoalHalfOrLess, 0, 0, false},
+		{GoalLower, 10, 9, true},
+		{GoalLower, 10, 10, false},
+		{GoalUnder3s, 0, 2999 * ms, true},
+		{GoalUnder3s, 0, 3000 * ms, false},
+		{GoalUnder3s, 0, 0, false}, // no measurement is not a pass
+		{GoalZero, 0, 0, true},
+		{GoalZero, 1, 0, false},
+	} {
+		r := Row{Goal: tc.goal, ZooKeeper: tc.zk, Paddock: tc.paddock}
+		if met, ok := r.Met(); !ok || met != tc.met {
+			t.Errorf("%v with ZK %v, paddock %v: met %v (ok %v), want %v", tc.goal, tc.zk, tc.paddock, met, ok, tc.met)
+		}
+	}
+	if _, ok := (Row{}).Met(); ok {
+		t.Error("a row without a goal has a verdict")
+	}
+}
+
+func TestMarkdownTable(t *testing.T) {
+	rows := []Row{
+		NewRow("get ops/s", UnitRate, GoalTwiceAsHigh, []float64{50000, 40000, 45000}, []float64{100000, 95000, 91000}),
+		NewRow("get p99", UnitDuration, GoalHalfOrLess, []float64{4e6, 3e6, 5e6}, []float64{3e6, 2e6, 2.5e6}),
+		NewRow("RSS", UnitBytes, GoalNone, []float64{500 << 20}, []float64{100 << 20}),
+		NewRow("restart", UnitDuration, GoalUnder3s, []float64{4.5e9}, []float64{1.2e9}),
+	}
+	got := MarkdownTable(rows)
+	for _, want := range []string{
+		"| get ops/s | 45,000/s | 95,000/s | 2.11× | ≥ 2× | ✓ |",
+		"| get p99 | 4.00 ms | 2.50 ms | 0.62× | ≤ ½ | ✗ |",
+		"| RSS | 500 MiB | 100 MiB | 0.20× |  |  |",
+		"| restart | 4.50 s | 1.20 s | 0.27× | paddock < 3 s | ✓ |",
+	} {
+		if !strings.Contains(got, want+"\n") {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
+	}
+	runs := MarkdownRuns(rows[:1])
+	if !strings.Contains(runs, "| get ops/s | 50,000/s, 40,000/s, 45,000/s | 100,000/s, 95,000/s, 91,000/s |") {
+		t.Errorf("runs table:\n%s", runs)
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -12345: "-12,345"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -1,0 +1,238 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// report renders results.md: the machine, the conditions, the table, every run's values
+// and what looked off.
+func (sb *sideBySide) report(table string) string {
+	var b strings.Builder
+	p := sb.p
+	fmt.Fprintf(&b, "# paddock vs Apache ZooKeeper 3.8, side by side\n\n")
+	fmt.Fprintf(&b, "Written by `make bench` (bench/sidebyside_test.go) on %s, in %s. Re-run it to refresh this file.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), sb.elapsed.Round(time.Second))
+	b.WriteString("## Machine\n\n")
+	for _, kv := range sb.machine() {
+		fmt.Fprintf(&b, "- %s: %s\n", kv[0], kv[1])
+	}
+	b.WriteString("\n## Conditions\n\n")
+	fmt.Fprintf(&b, "- Both servers are separate processes on 127.0.0.1 with data directories on the same device; the load\n"+
+		"  generator (this package's client, `paddock bench`) is a third, on the same %d cores.\n", runtime.NumCPU())
+	fmt.Fprintf(&b, "- Same zoo.cfg settings for both (paddock reads it with `--zoo-cfg`): `tickTime=2000`, `%s`, "+
+		"`4lw.commands.whitelist=*`. fsync is on in both.\n", strings.Join(sideBySideZooCfg, "`, `"))
+	fmt.Fprintf(&b, "- ZooKeeper: `java %s` (zkServer.sh's heap), default collector, `ZooKeeperServerMain`, log level INFO.\n",
+		strings.Join(zooKeeperJVMFlags, " "))
+	b.WriteString("- paddock: `go build ./cmd/paddock` of the commit below, Go runtime defaults (GOGC=100, GOMAXPROCS = cores), log level info.\n")
+	fmt.Fprintf(&b, "- Client: %d sessions × %d requests in flight (64 concurrent requests), %d-byte values; each "+
+		"workload under its own root, prepared before the clock starts.\n", benchSessions, benchOutstanding, benchValueSize)
+	fmt.Fprintf(&b, "- Every workload ran once on each server as a throwaway (%v; JIT warm-up), then %d measured runs on each, "+
+		"alternating ZooKeeper and paddock (Z P Z P …, workload by workload, the whole suite %d times). Each run: %v "+
+		"unmeasured, then %v measured (delete: %s znodes; churn: %d-ephemeral session lifecycles). The table shows medians.\n",
+		p.throwaway, p.runs, p.runs, p.warmup, p.duration, thousands(p.deleteOps), DefaultConfig().Ephemerals)
+	fmt.Fprintf(&b, "- Fan-out: %s sessions each set a data watch on one znode, a separate session sets it, the round ends "+
+		"when every watcher has read its notification; %d rounds per run.\n", thousands(int64(p.watchers)), p.rounds)
+	fmt.Fprintf(&b, "- Memory and restart: fresh servers, 2 s of creates as a warm-up, then %s znodes of 100 B created "+
+		"under one parent (16 × 4 pipelined creates); RSS and peak RSS (VmRSS, VmHWM of /proc/PID/status) right "+
+		"after. Restart: kill -9, start on the same data, time from the process start until a getData of a loaded "+
+		"znode succeeds on a new session; %d restarts each, alternating.\n", thousands(p.znodes), p.restarts)
+	b.WriteString("- Latency is per request, from just before the write that carried it to the read that returned its reply.\n\n")
+	b.WriteString("## Results\n\n")
+	b.WriteString(table)
+	b.WriteString("\nRatios are paddock / ZooKeeper. ✓/✗: the issue's goals (≥ 2× the throughput and ≤ ½ the p99 on " +
+		"create, set, get and mixed; ≤ ½ the memory; faster fan-out; paddock restarts in under 3 s).\n\n")
+	b.WriteString("## Every run\n\n")
+	b.WriteString(MarkdownRuns(sb.rows()))
+	b.WriteString("\n## CPU during the measurements (medians)\n\n")
+	b.WriteString("Server: the process's user+system time per operation. Client: this load generator's share of one core.\n\n")
+	b.WriteString("| workload | ZooKeeper CPU/op | paddock CPU/op | client CPU vs ZooKeeper | client CPU vs paddock |\n|---|---:|---:|---:|---:|\n")
+	for _, w := range Workloads {
+		perOp := func(server string) string {
+			var vs []float64
+			for _, r := range sb.runs[server+"/"+w] {
+				if r.res.Ops > 0 {
+					vs = append(vs, float64(r.serverCPU)/float64(r.res.Ops))
+				}
+			}
+			if w == WorkloadFanout {
+				return "—"
+			}
+			return fmt.Sprintf("%.1f µs", Median(vs)/1e3)
+		}
+		client := func(server string) string {
+			var vs []float64
+			for _, r := range sb.runs[server+"/"+w] {
+				vs = append(vs, 100*r.clientCPU.Seconds()/r.res.Elapsed.Seconds())
+			}
+			return fmt.Sprintf("%.0f %%", Median(vs))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", w, perOp(zkName), perOp(paddockName), client(zkName), client(paddockName))
+	}
+	b.WriteString("\n## Live data behind the RSS\n\n")
+	if zm, pm := sb.memory[zkName], sb.memory[paddockName]; zm != nil && pm != nil {
+		fmt.Fprintf(&b, "- ZooKeeper: %d MiB of RSS with %s znodes, of which %d MiB was live heap after a full GC "+
+			"(`jcmd GC.run`, then `GC.heap_info`, after the RSS readings); the rest is heap the JVM keeps between "+
+			"collections (up to -Xmx), metaspace, code and thread stacks.\n", zm.loadedRSS>>20, thousands(p.znodes), zm.liveHeap>>20)
+		fmt.Fprintf(&b, "- paddock: %d MiB of RSS after the last restart, with a Go heap goal (`go_memstats_next_gc_bytes` "+
+			"of /metrics) of %d MiB: about %d MiB live at the last collection, as GOGC=100 lets the heap grow to twice "+
+			"the live data before collecting.\n", pm.recoveredRSS>>20, pm.liveHeap*2>>20, pm.liveHeap>>20)
+	}
+	b.WriteString("\n## What looked off\n\n")
+	if len(sb.warnings) == 0 {
+		b.WriteString("- No errors, no failed sessions, every clean-up complete.\n")
+	}
+	for _, w := range sb.warnings {
+		fmt.Fprintf(&b, "- %s\n", w)
+	}
+	for _, r := range sb.rows() {
+		for _, side := range []struct {
+			name string
+			runs []float64
+		}{{zkName, r.ZooKeeperRuns}, {paddockName, r.PaddockRuns}} {
+			if len(side.runs) < 3 || r.Unit != UnitRate {
+				continue
+			}
+			lo, hi := slices.Min(side.runs), slices.Max(side.runs)
+			if lo > 0 && hi/lo > 1.25 {
+				fmt.Fprintf(&b, "- %s, %s: the runs spread by %.0f %% (%s to %s).\n", r.Metric, side.name,
+					100*(hi/lo-1), FormatValue(lo, r.Unit), FormatValue(hi, r.Unit))
+			}
+		}
+	}
+	return b.String()
+}
+
+// machine describes the machine and the software the comparison ran on.
+func (sb *sideBySide) machine() [][2]string {
+	var out [][2]string
+	add := func(k, v string) { out = append(out, [2]string{k, v}) }
+	add("CPU", fmt.Sprintf("%s, %d cores", firstMatch("/proc/cpuinfo", "model name"), runtime.NumCPU()))
+	var memKB int64
+	fmt.Sscan(strings.TrimSuffix(firstMatch("/proc/meminfo", "MemTotal"), " kB"), &memKB)
+	add("memory", fmt.Sprintf("%.1f GiB", float64(memKB)/(1<<20)))
+	add("kernel", readTrim("/proc/sys/kernel/osrelease"))
+	add("disk (both data directories)", diskOf(sb.dir))
+	add("fsync on that disk", fsyncLatency(sb.dir))
+	add("Go", runtime.Version())
+	java, _ := exec.Command("java", "-version").CombinedOutput()
+	add("Java", strings.SplitN(strings.TrimSpace(string(java)), "\n", 2)[0])
+	add("ZooKeeper", sb.zkVersion+" (Debian package)")
+	add("paddock", gitCommit())
+	add("date", time.Now().UTC().Format(time.RFC3339))
+	return out
+}
+
+// gitCommit names the commit the paddock binary was built from, and whether the working
+// tree had changes on top of it.
+func gitCommit() string {
+	out, err := exec.Command("git", "log", "-1", "--format=%h %s").Output()
+	if err != nil {
+		return "unknown commit: " + err.Error()
+	}
+	s := "commit " + strings.TrimSpace(string(out))
+	if dirty, _ := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); len(dirty) > 0 {
+		s += " (with uncommitted changes in the working tree)"
+	}
+	return s
+}
+
+// fsyncLatency measures the disk the servers write to: 500 appends of 100 bytes to a
+// preallocated file, each followed by fdatasync, as both servers' logs do.
+func fsyncLatency(dir string) string {
+	f, err := os.CreateTemp(dir, "fsync-probe-")
+	if err != nil {
+		return err.Error()
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if err := f.Truncate(1 << 20); err != nil {
+		return err.Error()
+	}
+	f.Sync()
+	h := NewHistogram()
+	rec := make([]byte, 100)
+	for i := range 500 {
+		start := time.Now()
+		if _, err := f.WriteAt(rec, int64(i*len(rec))); err != nil {
+			return err.Error()
+		}
+		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+			return err.Error()
+		}
+		h.Record(int64(time.Since(start)))
+	}
+	s := h.Summary()
+	return fmt.Sprintf("100-byte append + fdatasync to a preallocated file: p50 %s, p99 %s (500 samples)", ms(s.P50), ms(s.P99))
+}
+
+// firstMatch returns the value of the first "key: value" line of file with key.
+func firstMatch(file, key string) string {
+	f, err := os.Open(file)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == key {
+			return strings.Join(strings.Fields(v), " ")
+		}
+	}
+	return "unknown"
+}
+
+func readTrim(file string) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err.Error()
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// diskOf names the file system and device dir is on, from /proc/self/mountinfo, and
+// whether the kernel thinks the device rotates.
+func diskOf(dir string) string {
+	dir, _ = filepath.EvalSymlinks(dir)
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	best, desc := "", "unknown"
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// id parent major:minor root mountpoint options ... - fstype source superoptions
+		fields := strings.Fields(sc.Text())
+		sep := -1
+		for i, fl := range fields {
+			if fl == "-" {
+				sep = i
+				break
+			}
+		}
+		if len(fields) < 5 || sep < 0 || sep+2 >= len(fields) {
+			continue
+		}
+		mount := fields[4]
+		if (dir == mount || strings.HasPrefix(dir, strings.TrimSuffix(mount, "/")+"/")) && len(mount) > len(best) {
+			best = mount
+			fsType, source := fields[sep+1], fields[sep+2]
+			desc = fmt.Sprintf("%s on %s (mounted at %s)", fsType, source, mount)
+			if dev := filepath.Base(source); strings.HasPrefix(source, "/dev/") {
+				// virtio disks say 1 whatever is behind them, so this is the kernel's belief only
+				desc += ", queue/rotational=" + readTrim("/sys/block/"+dev+"/queue/rotational")
+			}
+		}
+	}
+	return desc
+}
