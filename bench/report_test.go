@@ -126,7 +126,7 @@ func (sb *sideBySide) machine() [][2]string {
 	java, _ := exec.Command("java", "-version").CombinedOutput()
 	add("Java", strings.SplitN(strings.TrimSpace(string(java)), "\n", 2)[0])
 	add("ZooKeeper", sb.zkVersion+" (Debian package)")
-	add("paddock", gitCommit())
+	add("paddock", sb.commit)
 	add("date", time.Now().UTC().Format(time.RFC3339))
 	return out
 }

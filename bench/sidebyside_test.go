@@ -130,6 +130,7 @@ type sideBySide struct {
 	memory      map[string]*memoryRecord
 	warnings    []string // what looked off, for the report
 	zkVersion   string   // srvr's first line
+	commit      string   // what the paddock binary was built from
 }
 
 // runRecord is one measured run.
@@ -151,6 +152,7 @@ type memoryRecord struct {
 
 func newSideBySide(b *testing.B, p plan) *sideBySide {
 	sb := &sideBySide{b: b, p: p, dir: b.TempDir(), runs: map[string][]runRecord{}, memory: map[string]*memoryRecord{}}
+	sb.commit = gitCommit() // before the build: others may commit while the comparison runs
 	bin, err := testutil.BuildPaddock(b.TempDir(), false)
 	if err != nil {
 		b.Fatal(err)
