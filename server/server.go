@@ -135,6 +135,7 @@ func (s *Server) Start() (err error) {
 	s.goroutine(s.expiryLoop)
 	s.goroutine(s.reapLoop)
 	s.goroutine(s.purgeLoop)
+	s.goroutine(s.gcTuneLoop)
 	s.logger.Info("serving", "client_addr", s.ln.Addr().String(), "zxid", hexID(zxid),
 		"sessions", s.sessions.Len(), "data_dir", s.cfg.DataDir)
 	return nil

@@ -128,7 +128,6 @@ func (r *Registry[W]) dropLocked(t Table, path string, w W, m Mode) {
 func (r *Registry[W]) Trigger(typ wire.EventType, path string, deliver func(w W)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	clear(r.seen)
 	switch typ {
 	case wire.EventNodeChildrenChanged:
 		r.fireLocked(Child, typ, path)
@@ -141,7 +140,13 @@ func (r *Registry[W]) Trigger(typ wire.EventType, path string, deliver func(w W)
 	for w := range r.seen {
 		deliver(w)
 	}
-	clear(r.seen)
+	if len(r.seen) > 256 {
+		// A map keeps the buckets it grew to, and clearing costs them all: after a fan-out
+		// to many watchers, start afresh rather than pay for it on every later trigger.
+		r.seen = make(map[W]struct{})
+	} else {
+		clear(r.seen)
+	}
 }
 
 func (r *Registry[W]) fireLocked(t Table, typ wire.EventType, path string) {
