@@ -75,6 +75,38 @@ func (r Row) Ratio() float64 {
 	return r.Paddock / r.ZooKeeper
 }
 
+// PairedRatio returns the median over runs of paddock's run i / ZooKeeper's run i. The
+// runs of a pair ran one after the other, so what slowed the machine for both cancels out;
+// NaN if the runs do not pair up.
+func (r Row) PairedRatio() float64 {
+	if len(r.ZooKeeperRuns) != len(r.PaddockRuns) || len(r.PaddockRuns) == 0 {
+		return math.NaN()
+	}
+	ratios := make([]float64, len(r.PaddockRuns))
+	for i := range ratios {
+		ratios[i] = r.PaddockRuns[i] / r.ZooKeeperRuns[i]
+	}
+	return Median(ratios)
+}
+
+// MetPaired is Met judged by PairedRatio instead of the ratio of the medians, for the
+// goals that are ratios; ok is false for the others.
+func (r Row) MetPaired() (met, ok bool) {
+	q := r.PairedRatio()
+	if math.IsNaN(q) {
+		return false, false
+	}
+	switch r.Goal {
+	case GoalTwiceAsHigh:
+		return q >= 2, true
+	case GoalHalfOrLess:
+		return q <= 0.5, true
+	case GoalLower:
+		return q < 1, true
+	}
+	return false, false
+}
+
 // Met reports whether paddock meets the row's goal; ok is false for rows without one.
 func (r Row) Met() (met, ok bool) {
 	switch r.Goal {
@@ -150,10 +182,7 @@ func MarkdownTable(rows []Row) string {
 	b.WriteString("| metric | ZooKeeper 3.8 | paddock | paddock / ZK | goal | |\n")
 	b.WriteString("|---|---:|---:|---:|---|---|\n")
 	for _, r := range rows {
-		ratio := "—"
-		if q := r.Ratio(); !math.IsNaN(q) && !math.IsInf(q, 0) {
-			ratio = fmt.Sprintf("%.2f×", q)
-		}
+		ratio := formatRatio(r.Ratio())
 		mark := ""
 		if met, ok := r.Met(); ok {
 			mark = "✗"
@@ -167,10 +196,11 @@ func MarkdownTable(rows []Row) string {
 	return b.String()
 }
 
-// MarkdownRuns renders every run's value of each row, to show the spread behind the medians.
+// MarkdownRuns renders every run's value of each row, to show the spread behind the
+// medians, and the ratio of each pair of runs with their median.
 func MarkdownRuns(rows []Row) string {
 	var b strings.Builder
-	b.WriteString("| metric | ZooKeeper runs | paddock runs |\n|---|---|---|\n")
+	b.WriteString("| metric | ZooKeeper runs | paddock runs | paddock / ZK by pair | median |\n|---|---|---|---|---:|\n")
 	for _, r := range rows {
 		f := func(vs []float64) string {
 			parts := make([]string, len(vs))
@@ -179,7 +209,22 @@ func MarkdownRuns(rows []Row) string {
 			}
 			return strings.Join(parts, ", ")
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.Metric, f(r.ZooKeeperRuns), f(r.PaddockRuns))
+		var pairs []string
+		if len(r.ZooKeeperRuns) == len(r.PaddockRuns) {
+			for i := range r.PaddockRuns {
+				pairs = append(pairs, formatRatio(r.PaddockRuns[i]/r.ZooKeeperRuns[i]))
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.Metric, f(r.ZooKeeperRuns), f(r.PaddockRuns),
+			strings.Join(pairs, ", "), formatRatio(r.PairedRatio()))
 	}
 	return b.String()
+}
+
+// formatRatio prints a ratio as 1.23×, or — if it is not a number.
+func formatRatio(q float64) string {
+	if math.IsNaN(q) || math.IsInf(q, 0) {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f×", q)
 }

@@ -75,8 +75,26 @@ func TestMarkdownTable(t *testing.T) {
 		}
 	}
 	runs := MarkdownRuns(rows[:1])
-	if !strings.Contains(runs, "| get ops/s | 50,000/s, 40,000/s, 45,000/s | 100,000/s, 95,000/s, 91,000/s |") {
+	if !strings.Contains(runs, "| get ops/s | 50,000/s, 40,000/s, 45,000/s | 100,000/s, 95,000/s, 91,000/s | 2.00×, 2.38×, 2.02× | 2.02× |") {
 		t.Errorf("runs table:\n%s", runs)
+	}
+}
+
+// A slow moment of the machine hits both runs of a pair; paired ratios cancel it where the
+// ratio of the medians does not.
+func TestPairedRatio(t *testing.T) {
+	r := NewRow("get ops/s", UnitRate, GoalTwiceAsHigh, []float64{100, 50, 100}, []float64{210, 105, 190})
+	if got := r.PairedRatio(); got != 2.1 {
+		t.Errorf("PairedRatio = %v, want 2.1", got)
+	}
+	if met, _ := r.Met(); met {
+		t.Errorf("ratio of medians %v meets ≥ 2×", r.Ratio())
+	}
+	if met, ok := r.MetPaired(); !ok || !met {
+		t.Error("the paired ratio does not meet ≥ 2×")
+	}
+	if _, ok := NewRow("x", UnitRate, GoalTwiceAsHigh, []float64{1}, []float64{1, 2}).MetPaired(); ok {
+		t.Error("runs that do not pair up have a paired verdict")
 	}
 }
 

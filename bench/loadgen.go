@@ -363,132 +363,151 @@ func startProgress(cfg *Config, what string, start int64, counts func() (ok, bad
 
 // runOps runs the request workloads: create, set, get, exists, children, delete, mixed.
 func runOps(ctx context.Context, cfg Config) (*Result, error) {
-	res := newResult(&cfg)
 	workers, err := connectWorkers(ctx, &cfg, cfg.Sessions, max(cfg.Outstanding, prepareWindow))
 	if err != nil {
 		return nil, err
 	}
 	defer closeWorkers(workers)
-	root := newRunRoot(&cfg)
-	res.Root = root
-	if err := createRoot(workers[0].s, cfg.Root, root); err != nil {
+	r := &opsRun{cfg: &cfg, res: newResult(&cfg), workers: workers, root: newRunRoot(&cfg), value: cfg.value()}
+	r.res.Root = r.root
+	r.prefix = []byte(r.root + "/")
+	if err := createRoot(workers[0].s, cfg.Root, r.root); err != nil {
 		return nil, err
 	}
-	prefix := []byte(root + "/")
-	value := cfg.value()
-	nodes := int64(cfg.Nodes)
-	// Every workload's znodes are root/i for i in [0, made); children adds root/i/c.
-	var made int64
-	var gen generator
-	var next atomic.Int64
-	prepare := func(what string, g generator, n int64) error {
-		var from atomic.Int64
-		p := &phase{name: "prepare " + what, gen: g, next: &from, end: n, window: prepareWindow}
-		pr := runPhase(&cfg, workers, p)
-		res.Prepared += pr.ok
-		res.PrepareElapsed += pr.elapsed
-		if err := pr.err(); err != nil {
-			return fmt.Errorf("bench: prepare %s: %w", what, err)
-		}
-		return ctx.Err()
+	gen, warmEnd, err := r.prepareWorkload(ctx)
+	if err != nil {
+		return nil, errors.Join(err, r.cleanup())
 	}
-	cleanup := func() error {
-		if cfg.Keep {
-			return nil
-		}
-		var errs []error
-		if cfg.Workload == WorkloadChildren {
-			var from atomic.Int64
-			p := &phase{name: "clean up", gen: &deleteChildGen{prefix: prefix, per: childrenPerNode},
-				next: &from, end: made * childrenPerNode, window: prepareWindow}
-			errs = append(errs, runPhase(&cfg, workers, p).err())
-		}
-		var from atomic.Int64
-		p := &phase{name: "clean up", gen: &deleteGen{prefix: prefix, missingOK: true}, next: &from, end: made, window: prepareWindow}
-		errs = append(errs, runPhase(&cfg, workers, p).err())
-		errs = append(errs, removeRoot(workers, cfg.Root, root))
-		if err := errors.Join(errs...); err != nil {
-			return fmt.Errorf("bench: clean up %s: %w", root, err)
-		}
-		return nil
-	}
-
-	warmEnd := int64(math.MaxInt64)
-	switch cfg.Workload {
-	case WorkloadCreate:
-		gen = &createGen{prefix: prefix, value: value}
-	case WorkloadDelete:
-		// The warm-up deletes from a pool of its own, so the measurement deletes exactly Ops.
-		if cfg.Warmup > 0 {
-			warmEnd = max(cfg.Ops/4, 1000)
-		} else {
-			warmEnd = 0
-		}
-		made = warmEnd + cfg.Ops
-		if err := prepare("znodes", &createGen{prefix: prefix, value: value}, made); err != nil {
-			return nil, errors.Join(err, cleanup())
-		}
-		gen = &deleteGen{prefix: prefix}
-	default:
-		made = nodes
-		if err := prepare("znodes", &createGen{prefix: prefix, value: value}, nodes); err != nil {
-			return nil, errors.Join(err, cleanup())
-		}
-		g := &readGen{prefix: prefix, nodes: nodes, value: value, valueSize: int32(cfg.ValueSize)}
-		switch cfg.Workload {
-		case WorkloadGet:
-			g.op = wire.OpGetData
-		case WorkloadExists:
-			g.op = wire.OpExists
-		case WorkloadSet:
-			g.op = wire.OpSetData
-		case WorkloadMixed:
-			g.op, g.setEvery = wire.OpGetData, 10
-		case WorkloadChildren:
-			g.op, g.children = wire.OpGetChildren, childrenPerNode
-			if err := prepare("children", &childGen{prefix: prefix, value: value, per: childrenPerNode}, nodes*childrenPerNode); err != nil {
-				return nil, errors.Join(err, cleanup())
-			}
-		}
-		gen = g
-	}
-
+	var next atomic.Int64 // op indices, across the warm-up and the measurement
 	if cfg.Warmup > 0 {
 		p := &phase{name: "warm-up", gen: gen, next: &next, end: warmEnd,
 			until: nanotime() + int64(cfg.Warmup), window: cfg.Outstanding}
 		pr := runPhase(&cfg, workers, p)
-		res.WarmupOps = pr.ok
+		r.res.WarmupOps = pr.ok
 		if err := pr.err(); err != nil {
-			return nil, errors.Join(fmt.Errorf("bench: warm-up: %w", err), cleanup())
+			return nil, errors.Join(fmt.Errorf("bench: warm-up: %w", err), r.cleanup())
 		}
 		if cfg.Workload == WorkloadDelete {
-			next.Store(warmEnd) // start the measurement on the pool of Ops znodes
+			next.Store(warmEnd) // measure on the pool of Ops znodes
 		}
 	}
-	p := &phase{name: "measure", gen: gen, next: &next, end: math.MaxInt64, window: cfg.Outstanding, record: true}
+	r.measure(gen, &next)
+	if err := ctx.Err(); err != nil {
+		return r.res, err
+	}
+	if err := r.cleanup(); err != nil {
+		r.res.CleanupError = err.Error()
+	}
+	return r.res, nil
+}
+
+// opsRun is one run of a request workload. Its znodes are root/i for i in [0, made), and
+// for children also root/i/c for c in [0, childrenPerNode).
+type opsRun struct {
+	cfg     *Config
+	res     *Result
+	workers []*worker
+	root    string
+	prefix  []byte // root + "/"
+	value   []byte
+	made    int64
+}
+
+// prepareWorkload creates the znodes the workload needs and returns its generator and
+// where its warm-up must stop (only delete's is bounded: it deletes a pool of its own).
+func (r *opsRun) prepareWorkload(ctx context.Context) (generator, int64, error) {
+	cfg := r.cfg
+	creates := &createGen{prefix: r.prefix, value: r.value}
+	switch cfg.Workload {
+	case WorkloadCreate:
+		return creates, math.MaxInt64, nil
+	case WorkloadDelete:
+		var pool int64
+		if cfg.Warmup > 0 {
+			pool = max(cfg.Ops/4, 1000)
+		}
+		r.made = pool + cfg.Ops
+		return &deleteGen{prefix: r.prefix}, pool, r.prepare(ctx, "znodes", creates, r.made)
+	}
+	nodes := int64(cfg.Nodes)
+	r.made = nodes
+	if err := r.prepare(ctx, "znodes", creates, nodes); err != nil {
+		return nil, 0, err
+	}
+	g := &readGen{prefix: r.prefix, nodes: nodes, value: r.value, valueSize: int32(cfg.ValueSize)}
+	switch cfg.Workload {
+	case WorkloadGet:
+		g.op = wire.OpGetData
+	case WorkloadExists:
+		g.op = wire.OpExists
+	case WorkloadSet:
+		g.op = wire.OpSetData
+	case WorkloadMixed:
+		g.op, g.setEvery = wire.OpGetData, 10
+	case WorkloadChildren:
+		g.op, g.children = wire.OpGetChildren, childrenPerNode
+		children := &childGen{prefix: r.prefix, value: r.value, per: childrenPerNode}
+		if err := r.prepare(ctx, "children", children, nodes*childrenPerNode); err != nil {
+			return nil, 0, err
+		}
+	}
+	return g, math.MaxInt64, nil
+}
+
+// prepare runs g over [0, n), unmeasured, and fails on any error.
+func (r *opsRun) prepare(ctx context.Context, what string, g generator, n int64) error {
+	var from atomic.Int64
+	pr := runPhase(r.cfg, r.workers, &phase{name: "prepare " + what, gen: g, next: &from, end: n, window: prepareWindow})
+	r.res.Prepared += pr.ok
+	r.res.PrepareElapsed += pr.elapsed
+	if err := pr.err(); err != nil {
+		return fmt.Errorf("bench: prepare %s: %w", what, err)
+	}
+	return ctx.Err()
+}
+
+// measure runs the measured phase: Ops operations, or for Duration.
+func (r *opsRun) measure(gen generator, next *atomic.Int64) {
+	cfg := r.cfg
+	p := &phase{name: "measure", gen: gen, next: next, end: math.MaxInt64, window: cfg.Outstanding, record: true}
 	if cfg.Ops > 0 {
 		p.end = next.Load() + cfg.Ops
 	} else {
 		p.until = nanotime() + int64(cfg.Duration)
 	}
 	cfg.hook(true)
-	pr := runPhase(&cfg, workers, p)
+	pr := runPhase(cfg, r.workers, p)
 	cfg.hook(false)
-	res.addPhase(pr)
-	for _, w := range workers {
-		res.hist.Merge(w.hist)
+	r.res.addPhase(pr)
+	for _, w := range r.workers {
+		r.res.hist.Merge(w.hist)
 	}
 	if cfg.Workload == WorkloadCreate {
-		made = min(next.Load(), p.end)
+		r.made = min(next.Load(), p.end) // every index handed out below end was issued
 	}
-	res.finish()
-	if err := ctx.Err(); err != nil {
-		return res, err
+	r.res.finish()
+}
+
+// cleanup deletes the run's znodes and root, unless Keep.
+func (r *opsRun) cleanup() error {
+	if r.cfg.Keep {
+		return nil
 	}
-	if err := cleanup(); err != nil {
-		res.CleanupError = err.Error()
+	var errs []error
+	if r.cfg.Workload == WorkloadChildren {
+		var from atomic.Int64
+		p := &phase{name: "clean up", gen: &deleteChildGen{prefix: r.prefix, per: childrenPerNode},
+			next: &from, end: r.made * childrenPerNode, window: prepareWindow}
+		errs = append(errs, runPhase(r.cfg, r.workers, p).err())
 	}
-	return res, nil
+	var from atomic.Int64
+	p := &phase{name: "clean up", gen: &deleteGen{prefix: r.prefix, missingOK: true}, next: &from, end: r.made, window: prepareWindow}
+	errs = append(errs, runPhase(r.cfg, r.workers, p).err())
+	errs = append(errs, removeRoot(r.workers, r.cfg.Root, r.root))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("bench: clean up %s: %w", r.root, err)
+	}
+	return nil
 }
 
 // connectWorkers opens n sessions in parallel.

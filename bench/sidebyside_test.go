@@ -68,7 +68,7 @@ type plan struct {
 }
 
 func fullPlan() plan {
-	return plan{name: "full run", runs: 3, duration: 5 * time.Second, warmup: time.Second, throwaway: 10 * time.Second,
+	return plan{name: "full run", runs: 5, duration: 3 * time.Second, warmup: time.Second, throwaway: 8 * time.Second,
 		deleteOps: 100_000, watchers: 10_000, rounds: 10, znodes: 1_000_000, restarts: 3}
 }
 
@@ -144,7 +144,7 @@ type runRecord struct {
 type memoryRecord struct {
 	idleRSS, loadedRSS, loadedHWM, recoveredRSS int64
 	// liveHeap is the live data: for ZooKeeper the heap in use after a full GC, for
-	// paddock half its Go heap goal after the restart (the goal is live × 2 at GOGC=100).
+	// paddock the live heap at its last collection after the last restart (goLiveHeap).
 	liveHeap int64
 	load     *Result
 	restarts []time.Duration
@@ -340,8 +340,8 @@ func (sb *sideBySide) memoryAndRestart() {
 			if old.name == zkName {
 				next = sb.startZooKeeper(old.dir)
 			} else {
-				// The last restart serves /metrics, for the Go heap goal; the RSS
-				// readings of the loaded server above had no admin server.
+				// The last restart serves /metrics, for the live heap; the RSS readings
+				// of the loaded server above had no admin server.
 				next = sb.startPaddock(old.dir, i == sb.p.restarts-1)
 			}
 			*c = next
@@ -352,10 +352,10 @@ func (sb *sideBySide) memoryAndRestart() {
 			sb.logf("restart %d of %s with %d znodes: answered a read %v after the process started (srvr after %v); RSS %d MiB",
 				i+1, next.name, sb.p.znodes, took.Round(time.Millisecond), next.ready.Round(time.Millisecond), m.recoveredRSS>>20)
 			if next.adminAddr != "" {
-				if goal, err := goHeapGoal(next.adminAddr); err != nil {
-					sb.warnf("paddock heap goal: %v", err)
+				if live, err := goLiveHeap(next.adminAddr); err != nil {
+					sb.warnf("paddock live heap: %v", err)
 				} else {
-					m.liveHeap = goal / 2
+					m.liveHeap = live
 				}
 			}
 		}
@@ -406,9 +406,10 @@ func jvmLiveHeap(pid int) (int64, error) {
 	return 0, fmt.Errorf("no heap usage in jcmd GC.heap_info output:\n%s", out)
 }
 
-// goHeapGoal reads go_memstats_next_gc_bytes, the heap size at which the next GC starts,
-// from paddock's /metrics.
-func goHeapGoal(adminAddr string) (int64, error) {
+// goLiveHeap estimates the live heap of the Go process serving adminAddr/metrics at its
+// last collection: the heap goal (go_memstats_next_gc_bytes) is the live heap times
+// 1 + GOGC/100 (go_gc_gogc_percent), whatever GOGC the server has chosen.
+func goLiveHeap(adminAddr string) (int64, error) {
 	resp, err := http.Get("http://" + adminAddr + "/metrics")
 	if err != nil {
 		return 0, err
@@ -418,13 +419,23 @@ func goHeapGoal(adminAddr string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	for line := range strings.SplitSeq(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, "go_memstats_next_gc_bytes "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return int64(f), err
+	metric := func(name string) (float64, error) {
+		for line := range strings.SplitSeq(string(body), "\n") {
+			if v, ok := strings.CutPrefix(line, name+" "); ok {
+				return strconv.ParseFloat(strings.TrimSpace(v), 64)
+			}
 		}
+		return 0, fmt.Errorf("no %s in %s/metrics", name, adminAddr)
 	}
-	return 0, fmt.Errorf("no go_memstats_next_gc_bytes in %s/metrics", adminAddr)
+	goal, err := metric("go_memstats_next_gc_bytes")
+	if err != nil {
+		return 0, err
+	}
+	gogc, err := metric("go_gc_gogc_percent")
+	if err != nil || gogc <= 0 {
+		return 0, fmt.Errorf("GOGC %v: %v", gogc, err)
+	}
+	return int64(goal / (1 + gogc/100)), nil
 }
 
 // checkSameDevice fails unless both directories are on one device: the servers must
