@@ -73,6 +73,9 @@ type Config struct {
 	// PreAllocSize is the size write-ahead log segments are preallocated to, in bytes
 	// (preAllocSize, which zoo.cfg gives in KiB); 0 means the store's default, 64 MiB.
 	PreAllocSize int64
+	// ProfileContention turns on the runtime's mutex and block profiling, served with the
+	// CPU and heap profiles at /debug/pprof/ on the admin port. It costs a little CPU.
+	ProfileContention bool
 	// ForceSync makes every commit wait for fsync (forceSync). Turning it off loses
 	// acknowledged writes on a crash; it exists for tests and benchmarks only, and
 	// configs.LoadServer warns, naming where the setting came from, when it is off.

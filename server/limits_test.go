@@ -185,6 +185,9 @@ func TestAdminHTTP(t *testing.T) {
 	if body := get("/metrics"); !strings.Contains(body, "zk_znode_count") && !strings.Contains(body, "znode") {
 		t.Fatalf("metrics: %.500s", body)
 	}
+	if body := get("/debug/pprof/"); !strings.Contains(body, "goroutine") {
+		t.Fatalf("pprof index: %.300s", body)
+	}
 }
 
 // TestFourLetterWordWhitelist: a word off the whitelist is refused in ZooKeeper's words,

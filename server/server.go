@@ -209,7 +209,7 @@ func (s *Server) startAdmin() error {
 	if s.adminLn, err = net.Listen("tcp", s.cfg.AdminAddr); err != nil {
 		return fmt.Errorf("server: listen on admin_addr: %w", err)
 	}
-	s.adminSrv = &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	s.adminSrv = &http.Server{Handler: s.adminHandler(a.Handler()), ReadHeaderTimeout: 10 * time.Second}
 	s.goroutine(func() {
 		if err := s.adminSrv.Serve(s.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.logger.Error("admin server stopped", "err", err)
