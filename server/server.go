@@ -127,6 +127,7 @@ func (s *Server) Start() (err error) {
 	zxid := s.lastZxid // read before commitLoop, which owns it, starts
 	if s.sinceSnap > 0 {
 		// Txns were replayed: snapshot them now, so the next start replays less.
+		s.sinceSnap = 0
 		s.snapshotLocked()
 	}
 	s.goroutine(s.commitLoop)

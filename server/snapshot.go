@@ -84,24 +84,28 @@ func (s *Server) replayLog(t *datatree.Tree) (int, error) {
 }
 
 // maybeSnapshotLocked starts a background snapshot once enough txns have been applied
-// since the last one, unless one is still being written (then it waits for the next
-// txn, as ZooKeeper skips when "too busy to snap"). The caller holds the tree write lock:
-// taking the snapshot is an O(1) clone, and writing it happens on another goroutine
-// while the tree keeps changing.
+// since the last one. If the previous snapshot is still being written, this one is
+// skipped and the count starts again, as ZooKeeper's "too busy to snap, skipping" does:
+// retrying at every txn would have a loaded server snapshot back to back. The caller
+// holds the tree write lock: taking the snapshot is an O(1) clone, and writing it
+// happens on another goroutine while the tree keeps changing.
 func (s *Server) maybeSnapshotLocked() {
 	s.sinceSnap++
-	if s.sinceSnap >= s.snapAt {
-		s.snapshotLocked()
+	if s.sinceSnap < s.snapAt {
+		return
+	}
+	s.sinceSnap, s.snapAt = 0, s.nextSnapCount()
+	if !s.snapshotLocked() {
+		s.logger.Warn("too busy to snapshot, skipping: the previous snapshot is still being written")
 	}
 }
 
 // snapshotLocked starts writing a snapshot of the tree as it is now, unless one is
-// already being written.
-func (s *Server) snapshotLocked() {
+// already being written; it reports whether it started one.
+func (s *Server) snapshotLocked() bool {
 	if !s.snapshotting.CompareAndSwap(false, true) {
-		return
+		return false
 	}
-	s.sinceSnap, s.snapAt = 0, s.nextSnapCount()
 	snap := s.tree.Snapshot()
 	s.goroutine(func() {
 		defer s.snapshotting.Store(false)
@@ -110,6 +114,7 @@ func (s *Server) snapshotLocked() {
 			s.logger.Error("snapshot failed", "zxid", hexID(snap.Zxid), "err", err)
 		}
 	})
+	return true
 }
 
 // writeSnapshot writes snap to a temp file, then renames it into place.
