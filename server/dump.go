@@ -70,7 +70,7 @@ func dumpSnapshot(w io.Writer, info store.SnapshotInfo) error {
 		s := n.Stat()
 		fmt.Fprintf(w, "  %s czxid=0x%x mzxid=0x%x pzxid=0x%x ctime=%s mtime=%s version=%d cversion=%d aversion=%d owner=%s children=%d acl=%s data=%s\n",
 			n.Path, s.Czxid, s.Mzxid, s.Pzxid, stamp(s.Ctime), stamp(s.Mtime), s.Version, s.Cversion, s.Aversion,
-			owner(n), s.NumChildren, describeACLs(n.ACL), describeBytes(n.Data))
+			owner(n), s.NumChildren, describeACLs(n.ACL()), describeBytes(n.Data))
 	})
 	for _, s := range t.Sessions() {
 		fmt.Fprintf(w, "  session 0x%x timeout=%dms\n", s.ID, s.Timeout)

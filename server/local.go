@@ -137,7 +137,7 @@ func (c *conn) readable(path string, ids []wire.Identity, perm wire.Perm) (*data
 	if n == nil {
 		return nil, datatree.ErrNoNode
 	}
-	if !c.s.cfg.SkipACL && !datatree.Allowed(n.ACL, perm, ids) {
+	if !c.s.cfg.SkipACL && !datatree.Allowed(n.ACL(), perm, ids) {
 		return nil, datatree.ErrNoAuth
 	}
 	return n, nil
@@ -150,10 +150,10 @@ func (c *conn) getACL(path string, ids []wire.Identity) (wire.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	acl := n.ACL
-	if !c.s.cfg.SkipACL && !datatree.Allowed(n.ACL, wire.PermAdmin, ids) {
-		acl = make([]wire.ACL, len(n.ACL))
-		for i, a := range n.ACL {
+	acl := n.ACL()
+	if !c.s.cfg.SkipACL && !datatree.Allowed(n.ACL(), wire.PermAdmin, ids) {
+		acl = make([]wire.ACL, len(n.ACL()))
+		for i, a := range n.ACL() {
 			if a.Scheme == datatree.SchemeDigest {
 				user, _, _ := strings.Cut(a.ID, ":")
 				a.ID = user + ":x"

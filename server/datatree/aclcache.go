@@ -5,10 +5,21 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unsafe"
 	"weak"
 
 	"github.com/paddock/paddock/server/wire"
+)
+
+// aclList is an interned ACL list. Nodes point to one instead of holding the list,
+// which keeps a node 16 bytes smaller.
+type aclList struct {
+	list []wire.ACL
+}
+
+// The system nodes' lists, shared by every tree.
+var (
+	openACL = &aclList{list: wire.OpenACLUnsafe}
+	readACL = &aclList{list: wire.ReadACLUnsafe}
 )
 
 // aclCache interns ACL lists, as ZooKeeper's ReferenceCountedACLCache does: the nodes of
@@ -18,10 +29,10 @@ import (
 // cleanups run on the runtime's goroutine).
 type aclCache struct {
 	mu sync.Mutex
-	m  map[string]weak.Pointer[wire.ACL] // canonical key -> first element of the list
+	m  map[string]weak.Pointer[aclList] // canonical key -> the list
 }
 
-func newACLCache() *aclCache { return &aclCache{m: make(map[string]weak.Pointer[wire.ACL])} }
+func newACLCache() *aclCache { return &aclCache{m: make(map[string]weak.Pointer[aclList])} }
 
 // aclKey encodes an ACL list canonically; order matters, as it does on the wire.
 func aclKey(acl []wire.ACL) string {
@@ -37,25 +48,20 @@ func aclKey(acl []wire.ACL) string {
 	return b.String()
 }
 
-// intern returns the stored list equal to acl, storing acl if there is none.
-// The returned list must never be modified.
-func (c *aclCache) intern(acl []wire.ACL) []wire.ACL {
-	if len(acl) == 0 {
-		return acl
-	}
+// intern returns the stored list equal to acl, storing a copy of acl if there is none.
+func (c *aclCache) intern(acl []wire.ACL) *aclList {
 	key := aclKey(acl)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if wp, ok := c.m[key]; ok {
-		if p := wp.Value(); p != nil {
-			return unsafe.Slice(p, len(acl))
+		if l := wp.Value(); l != nil {
+			return l
 		}
 	}
-	stored := append([]wire.ACL(nil), acl...) // a tight copy the cache may hand out forever
-	first := &stored[0]
-	c.m[key] = weak.Make(first)
-	runtime.AddCleanup(first, c.forget, key)
-	return stored
+	l := &aclList{list: append([]wire.ACL(nil), acl...)} // a tight copy, never modified
+	c.m[key] = weak.Make(l)
+	runtime.AddCleanup(l, c.forget, key)
+	return l
 }
 
 // forget drops a key whose list is gone, unless it was stored again since.

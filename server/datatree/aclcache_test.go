@@ -14,11 +14,11 @@ func TestACLInterning(t *testing.T) {
 	open := func() []wire.ACL { return []wire.ACL{{Perms: 31, Scheme: "world", ID: "anyone"}} }
 	a := tr.Create("/a", nil, open(), 0, 1, 1)
 	b := tr.Create("/b", nil, open(), 0, 2, 1)
-	if &a.ACL[0] != &b.ACL[0] {
+	if &a.ACL()[0] != &b.ACL()[0] {
 		t.Fatal("equal ACL lists are stored twice")
 	}
 	c := tr.SetACL("/b", []wire.ACL{{Perms: 1, Scheme: "world", ID: "anyone"}})
-	if &c.ACL[0] == &a.ACL[0] || c.ACL[0].Perms != 1 || a.ACL[0].Perms != 31 {
+	if &c.ACL()[0] == &a.ACL()[0] || c.ACL()[0].Perms != 1 || a.ACL()[0].Perms != 31 {
 		t.Fatal("setACL changed a shared list")
 	}
 }

@@ -29,8 +29,8 @@ const (
 // lock is released, and a snapshot shares the nodes of the live tree until they change.
 type Node struct {
 	Path     string
-	Data     []byte // nil (null) is distinct from empty, as in ZooKeeper
-	ACL      []wire.ACL
+	Data     []byte   // nil (null) is distinct from empty, as in ZooKeeper
+	acl      *aclList // interned: nodes with equal ACLs share one
 	Czxid    int64
 	Mzxid    int64
 	Pzxid    int64
@@ -44,6 +44,14 @@ type Node struct {
 	// It names sequential children and gives the visible cversion.
 	childCreates int32
 	numChildren  int32
+}
+
+// ACL returns the node's ACL. The list is shared: never modify it.
+func (n *Node) ACL() []wire.ACL {
+	if n.acl == nil {
+		return nil
+	}
+	return n.acl.list
 }
 
 // Kind classifies the node by its raw owner.

@@ -88,8 +88,8 @@ func encodeNode(e *wire.Encoder, n *Node) {
 	e.Int(recordNode)
 	e.String(n.Path)
 	e.Buffer(n.Data)
-	e.Int(int32(len(n.ACL)))
-	for _, a := range n.ACL {
+	e.Int(int32(len(n.ACL())))
+	for _, a := range n.ACL() {
 		e.Int(int32(a.Perms))
 		e.String(a.Scheme)
 		e.String(a.ID)
@@ -185,7 +185,7 @@ func (l *Loader) addNode(d *wire.Decoder) error {
 		for i := range acl {
 			acl[i] = wire.ACL{Perms: wire.Perm(d.Int()), Scheme: d.String(), ID: d.String()}
 		}
-		n.ACL = l.t.acls.intern(acl)
+		n.acl = l.t.acls.intern(acl)
 	}
 	n.Czxid, n.Mzxid, n.Pzxid, n.Ctime, n.Mtime = d.Long(), d.Long(), d.Long(), d.Long(), d.Long()
 	n.Version, n.Aversion, n.Owner, n.childCreates = d.Int(), d.Int(), d.Long(), d.Int()

@@ -25,28 +25,40 @@ type Session struct {
 	Password []byte
 }
 
-// entry is a node's place in the index: ordered by parent path, then name, so that a
-// node's children are one contiguous, sorted range and every parent sorts before its
-// children. parent and name are substrings of node.Path; the root is ("", "").
+// entry is a node's place in the index: its path (the node's own string) and the node.
+// Entries are ordered by (parent path, name), so that a node's children are one
+// contiguous, sorted range and every parent sorts before its children. The pair is
+// derived from the path on each comparison rather than stored: a B-tree filled by
+// sequential creates is half empty, so every byte of an entry counts twice.
 type entry struct {
-	parent, name string
-	node         *Node
+	path string
+	node *Node
+}
+
+// indexKey returns the (parent, name) pair an entry is ordered by; the root is ("", "").
+// A path ending in "/" gives (its parent, ""): the key just before its first child.
+func indexKey(path string) (parent, name string) {
+	if path == RootPath || path == "" {
+		return "", ""
+	}
+	return splitPath(path)
 }
 
 func entryLess(a, b entry) bool {
-	if a.parent != b.parent {
-		return a.parent < b.parent
+	pa, na := indexKey(a.path)
+	pb, nb := indexKey(b.path)
+	if pa != pb {
+		return pa < pb
 	}
-	return a.name < b.name
+	return na < nb
 }
 
-// keyOf returns the index key of an absolute path.
+// keyOf returns the index key of an absolute path ("" is the root).
 func keyOf(path string) entry {
-	if path == RootPath || path == "" {
-		return entry{}
+	if path == "" {
+		path = RootPath
 	}
-	parent, name := splitPath(path)
-	return entry{parent: parent, name: name}
+	return entry{path: path}
 }
 
 // btreeDegree is the B-tree's branching factor: wide nodes keep lookups shallow and
@@ -91,11 +103,11 @@ func newTree() *Tree {
 // with zeroed stats as on a fresh ZooKeeper server.
 func New() *Tree {
 	t := newTree()
-	t.put(&Node{Path: RootPath, Data: []byte{}, ACL: wire.OpenACLUnsafe, numChildren: 1})
-	t.put(&Node{Path: ProcPath, Data: []byte{}, ACL: wire.OpenACLUnsafe, numChildren: 2})
-	t.put(&Node{Path: QuotaPath, Data: []byte{}, ACL: wire.OpenACLUnsafe})
+	t.put(&Node{Path: RootPath, Data: []byte{}, acl: openACL, numChildren: 1})
+	t.put(&Node{Path: ProcPath, Data: []byte{}, acl: openACL, numChildren: 2})
+	t.put(&Node{Path: QuotaPath, Data: []byte{}, acl: openACL})
 	// ZooKeeper creates /zookeeper/config with aversion -1 and a READ-only ACL.
-	t.put(&Node{Path: ConfigPath, Data: []byte{}, ACL: wire.ReadACLUnsafe, Aversion: -1})
+	t.put(&Node{Path: ConfigPath, Data: []byte{}, acl: readACL, Aversion: -1})
 	for _, n := range []*Node{t.Get(RootPath), t.Get(ProcPath), t.Get(QuotaPath), t.Get(ConfigPath)} {
 		t.dataSize += int64(len(n.Path) + len(n.Data))
 	}
@@ -103,11 +115,7 @@ func New() *Tree {
 }
 
 // put stores n in the index, replacing the node at its path if there is one.
-func (t *Tree) put(n *Node) {
-	e := keyOf(n.Path)
-	e.node = n
-	t.index.ReplaceOrInsert(e)
-}
+func (t *Tree) put(n *Node) { t.index.ReplaceOrInsert(entry{path: n.Path, node: n}) }
 
 // insert adds a new node to the index and the secondary indexes.
 func (t *Tree) insert(n *Node) {
@@ -166,7 +174,10 @@ func (t *Tree) Children(path string) []string {
 		return nil
 	}
 	out := make([]string, 0, n.numChildren)
-	t.eachChild(path, func(e entry) { out = append(out, e.name) })
+	t.eachChild(path, func(e entry) {
+		_, name := indexKey(e.path)
+		out = append(out, name)
+	})
 	return out
 }
 
@@ -175,8 +186,9 @@ func (t *Tree) eachChild(path string, fn func(entry)) {
 	if path == "" {
 		path = RootPath
 	}
-	t.index.AscendGreaterOrEqual(entry{parent: path}, func(e entry) bool {
-		if e.parent != path {
+	// path+"/" keys as (path, ""): just before path's first child (for the root, "//").
+	t.index.AscendGreaterOrEqual(entry{path: path + "/"}, func(e entry) bool {
+		if parent, _ := indexKey(e.path); parent != path {
 			return false
 		}
 		fn(e)
@@ -245,7 +257,7 @@ func (t *Tree) Create(path string, data []byte, acl []wire.ACL, owner, zxid, tim
 	p.numChildren++
 	p.Pzxid = zxid
 	t.replace(parent, &p)
-	n := &Node{Path: path, Data: data, ACL: t.acls.intern(acl), Czxid: zxid, Mzxid: zxid, Pzxid: zxid, Ctime: time, Mtime: time, Owner: owner}
+	n := &Node{Path: path, Data: data, acl: t.acls.intern(acl), Czxid: zxid, Mzxid: zxid, Pzxid: zxid, Ctime: time, Mtime: time, Owner: owner}
 	t.insert(n)
 	if t.recording {
 		t.record(func() { t.remove(n) })
@@ -287,7 +299,7 @@ func (t *Tree) SetData(path string, data []byte, zxid, time int64) *Node {
 func (t *Tree) SetACL(path string, acl []wire.ACL) *Node {
 	old := t.Get(path)
 	n := *old
-	n.ACL = t.acls.intern(acl)
+	n.acl = t.acls.intern(acl)
 	n.Aversion++
 	t.replace(old, &n)
 	return &n

@@ -77,7 +77,7 @@ func TestFreshTree(t *testing.T) {
 	if tr.NodeCount() != 5 || tr.DataSize() != 44 {
 		t.Errorf("node count %d data size %d, want 5 and 44 as ZooKeeper reports", tr.NodeCount(), tr.DataSize())
 	}
-	if acl := tr.Get("/zookeeper/config").ACL; !reflect.DeepEqual(acl, wire.ReadACLUnsafe) {
+	if acl := tr.Get("/zookeeper/config").ACL(); !reflect.DeepEqual(acl, wire.ReadACLUnsafe) {
 		t.Errorf("/zookeeper/config acl = %v", acl)
 	}
 }
@@ -246,7 +246,7 @@ func TestACLChecks(t *testing.T) {
 	f.ids = append(f.ids, wire.Identity{Scheme: "digest", ID: digest})
 	r := f.do(sess, wire.OpCreate, &wire.CreateRequest{Path: "/d", ACL: []wire.ACL{{Perms: wire.PermAll, Scheme: "auth"}}})
 	wantErr(t, r.Err, nil)
-	if got := f.tree.Get("/d").ACL; !reflect.DeepEqual(got, []wire.ACL{{Perms: wire.PermAll, Scheme: "digest", ID: digest}}) {
+	if got := f.tree.Get("/d").ACL(); !reflect.DeepEqual(got, []wire.ACL{{Perms: wire.PermAll, Scheme: "digest", ID: digest}}) {
 		t.Fatalf("auth acl expanded to %v", got)
 	}
 	f.ids = []wire.Identity{{Scheme: "ip", ID: "10.0.0.7"}}

@@ -74,7 +74,7 @@ func (a *applier) create(op wire.Op, r *wire.CreateRequest, ttl int64) OpResult 
 		res.Err = datatree.ErrNoNode
 		return res
 	}
-	if !a.allowed(parent.ACL, wire.PermCreate) {
+	if !a.allowed(parent.ACL(), wire.PermCreate) {
 		res.Err = datatree.ErrNoAuth
 		return res
 	}
@@ -103,8 +103,8 @@ func (a *applier) create(op wire.Op, r *wire.CreateRequest, ttl int64) OpResult 
 		owner = datatree.TTLOwner(ttl)
 	}
 	n := a.tree.Create(path, r.Data, acl, owner, a.txn.Zxid, a.txn.Time)
-	a.emit(wire.EventNodeCreated, path, n.ACL)
-	a.emit(wire.EventNodeChildrenChanged, parentPath, parent.ACL)
+	a.emit(wire.EventNodeCreated, path, n.ACL())
+	a.emit(wire.EventNodeChildrenChanged, parentPath, parent.ACL())
 	res.Path, res.Stat = path, n.Stat()
 	return res
 }

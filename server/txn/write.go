@@ -27,7 +27,7 @@ func (a *applier) delete(r *wire.PathVersionRequest) error {
 	if parent == nil {
 		return datatree.ErrNoNode
 	}
-	if !a.allowed(parent.ACL, wire.PermDelete) {
+	if !a.allowed(parent.ACL(), wire.PermDelete) {
 		return datatree.ErrNoAuth
 	}
 	n := a.tree.Get(r.Path)
@@ -46,8 +46,8 @@ func (a *applier) delete(r *wire.PathVersionRequest) error {
 
 func (a *applier) deleteNode(path string, n *datatree.Node, parentPath string, parent *datatree.Node) {
 	a.tree.Delete(path, a.txn.Zxid)
-	a.emit(wire.EventNodeDeleted, path, n.ACL)
-	a.emit(wire.EventNodeChildrenChanged, parentPath, parent.ACL)
+	a.emit(wire.EventNodeDeleted, path, n.ACL())
+	a.emit(wire.EventNodeChildrenChanged, parentPath, parent.ACL())
 }
 
 func (a *applier) setData(r *wire.SetDataRequest) (wire.Stat, error) {
@@ -55,14 +55,14 @@ func (a *applier) setData(r *wire.SetDataRequest) (wire.Stat, error) {
 	if err != nil {
 		return wire.Stat{}, err
 	}
-	if !a.allowed(n.ACL, wire.PermWrite) {
+	if !a.allowed(n.ACL(), wire.PermWrite) {
 		return wire.Stat{}, datatree.ErrNoAuth
 	}
 	if err := checkVersion(n.Version, r.Version); err != nil {
 		return wire.Stat{}, err
 	}
 	n = a.tree.SetData(r.Path, r.Data, a.txn.Zxid, a.txn.Time)
-	a.emit(wire.EventNodeDataChanged, r.Path, n.ACL)
+	a.emit(wire.EventNodeDataChanged, r.Path, n.ACL())
 	return n.Stat(), nil
 }
 
@@ -79,7 +79,7 @@ func (a *applier) setACL(r *wire.SetACLRequest) (wire.Stat, error) {
 	if n == nil {
 		return wire.Stat{}, datatree.ErrNoNode
 	}
-	if !a.allowed(n.ACL, wire.PermAdmin) {
+	if !a.allowed(n.ACL(), wire.PermAdmin) {
 		return wire.Stat{}, datatree.ErrNoAuth
 	}
 	if err := checkVersion(n.Aversion, r.Version); err != nil {
@@ -93,7 +93,7 @@ func (a *applier) check(r *wire.PathVersionRequest) error {
 	if err != nil {
 		return err
 	}
-	if !a.allowed(n.ACL, wire.PermRead) {
+	if !a.allowed(n.ACL(), wire.PermRead) {
 		return datatree.ErrNoAuth
 	}
 	return checkVersion(n.Version, r.Version)
