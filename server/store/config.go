@@ -28,15 +28,20 @@ type Config struct {
 	ForceSync bool
 	// FS is the file system the log lives on; nil means the operating system's.
 	FS FS
+	// PrepareSegments zero-fills the next segment in the background while the current
+	// one fills (prepare.go says why). Off, segments are allocated with fallocate when
+	// the log rotates; tests that count file operations leave it off to stay exact.
+	PrepareSegments bool
 }
 
 // DefaultConfig returns the defaults: 64 MiB segments under data/log, fsync on.
 // The server sets Dir from dataLogDir or dataDir.
 func DefaultConfig() Config {
 	return Config{
-		Dir:         "data/log",
-		SegmentSize: DefaultSegmentSize,
-		ForceSync:   true,
+		Dir:             "data/log",
+		SegmentSize:     DefaultSegmentSize,
+		ForceSync:       true,
+		PrepareSegments: true,
 	}
 }
 

@@ -17,10 +17,13 @@
 // base, so the records after a snapshot at zxid Z are found by skipping segments, and
 // whole segments whose records are all at or below Z can be deleted.
 //
-// A segment is created under the name NAME.wal.tmp, preallocated to Config.SegmentSize
-// (fallocate; zeros where that is not supported), given its header, synced, and
-// renamed into place, and then the directory is synced: a segment file always has a
-// whole header, and a leftover .tmp file is removed by Open. Records are appended after
+// A segment is created under the name NAME.wal.tmp, preallocated to Config.SegmentSize,
+// given its header, synced, and renamed into place, and then the directory is synced:
+// a segment file always has a whole header, and a leftover .tmp file is removed by
+// Open. The preallocated space is zeros written ahead of need by a background
+// goroutine (next-segment.tmp while it fills, next-segment.tmp.ready once whole and
+// synced; prepare.go says why writing beats fallocate); when no prepared file is
+// ready at rotation, the segment is allocated with fallocate instead. Records are appended after
 // the header; the preallocated space after the last record reads as zeros. The log
 // rotates to a new segment when a record would not fit; a record larger than a whole
 // segment gets a segment of its own, which grows past the preallocated size. Before it

@@ -90,6 +90,8 @@ type WAL struct {
 	closed   bool
 
 	last atomic.Int64 // zxid of the last record appended or recovered; 0 if none
+
+	prep *preparer // zero-fills the next segment in the background
 }
 
 // Open opens the log in cfg.Dir, creating the directory if needed, and recovers it:
@@ -119,6 +121,9 @@ func Open(cfg Config, logger *slog.Logger) (*WAL, error) {
 		}
 		lock.Close()
 		return nil, err
+	}
+	if cfg.PrepareSegments {
+		w.prep = startPreparer(fsys, cfg.Dir, cfg.SegmentSize)
 	}
 	logger.Info("log opened", "dir", cfg.Dir, "segments", len(w.segs), "last_zxid", fmtZxid(w.LastZxid()))
 	return w, nil
@@ -340,9 +345,19 @@ func (w *WAL) rotate(base int64) error {
 		}
 	}
 	prev := w.last.Load()
-	f, err := createSegment(w.fs, w.cfg.Dir, segmentHeader{base: base, prev: prev}, w.cfg.SegmentSize)
-	if err != nil {
-		return err
+	h := segmentHeader{base: base, prev: prev}
+	var f File
+	var err error
+	if path := w.prep.take(); path != "" {
+		if f, err = usePrepared(w.fs, w.cfg.Dir, path, h); err != nil {
+			w.logger.Warn("prepared log segment unusable, allocating one", "err", err)
+		}
+		w.prep.next()
+	}
+	if f == nil {
+		if f, err = createSegment(w.fs, w.cfg.Dir, h, w.cfg.SegmentSize); err != nil {
+			return err
+		}
 	}
 	w.mu.Lock()
 	if n := len(w.segs); n > 0 {
@@ -440,6 +455,9 @@ func (w *WAL) Close() error {
 		return nil
 	}
 	w.closed = true
+	if w.prep != nil {
+		w.prep.close()
+	}
 	w.purgeMu.Lock() // waits for a purge under way
 	w.purgeClosed = true
 	w.purgeMu.Unlock()
