@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/paddock/paddock/server"
 )
 
 // report renders results.md: the machine, the conditions, the table, every run's values
@@ -83,8 +85,9 @@ func (sb *sideBySide) conditions(b *strings.Builder) {
 		"`4lw.commands.whitelist=*`. fsync is on in both.\n", strings.Join(sideBySideZooCfg, "`, `"))
 	fmt.Fprintf(b, "- ZooKeeper: `java %s` (zkServer.sh's heap), default collector, `ZooKeeperServerMain`, log level INFO.\n",
 		strings.Join(zooKeeperJVMFlags, " "))
-	b.WriteString("- paddock: `go build ./cmd/paddock` of the commit above, GOMAXPROCS = cores, GOGC not set (paddock then " +
-		"tunes it to its live heap), log level info.\n")
+	fmt.Fprintf(b, "- paddock: `go build ./cmd/paddock` of the commit above, GOMAXPROCS and GOGC not set: paddock then runs "+
+		"%d Ps (the cores + 4; docs/performance.md says why) and tunes GOGC to its live heap; log level info.\n",
+		server.ProcsFor(0))
 	fmt.Fprintf(b, "- Client: %d sessions × %d requests in flight (64 concurrent requests), %d-byte values; each "+
 		"workload under its own root, prepared before the clock starts.\n", benchSessions, benchOutstanding, benchValueSize)
 	fmt.Fprintf(b, "- Every workload ran once on each server as a throwaway (%v; JIT warm-up), then %d measured runs on each, "+

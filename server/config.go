@@ -76,6 +76,10 @@ type Config struct {
 	// ProfileContention turns on the runtime's mutex and block profiling, served with the
 	// CPU and heap profiles at /debug/pprof/ on the admin port. It costs a little CPU.
 	ProfileContention bool
+	// Procs is how many threads may run Go code at once (GOMAXPROCS) in a process that
+	// runs the server; 0 chooses (procs.go says how and why). The GOMAXPROCS environment
+	// variable, when set, wins. It is process-wide: the binary applies it, with SetProcs.
+	Procs int
 	// ForceSync makes every commit wait for fsync (forceSync). Turning it off loses
 	// acknowledged writes on a crash; it exists for tests and benchmarks only, and
 	// configs.LoadServer warns, naming where the setting came from, when it is off.
@@ -173,6 +177,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PreAllocSize != 0 && (c.PreAllocSize < 1<<10 || c.PreAllocSize > 1<<30) {
 		bad("prealloc_size", c.PreAllocSize, "must be 0 (default 64 MiB) or between 1 KiB and 1 GiB")
+	}
+	if c.Procs < 0 {
+		bad("procs", c.Procs, "must be >= 0 (0 chooses)")
 	}
 	if c.SnapCount < 2 {
 		bad("snap_count", c.SnapCount, "must be >= 2")

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"runtime"
+
 	"github.com/spf13/cobra"
 
 	"github.com/paddock/paddock/configs"
@@ -41,6 +43,7 @@ func runServer(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	logger.Info("scheduler threads", "gomaxprocs", server.SetProcs(cfg.Procs), "cores", runtime.NumCPU())
 	srv, err := server.New(cfg, logger)
 	if err != nil {
 		return err
