@@ -124,6 +124,27 @@ func (r Row) Met() (met, ok bool) {
 	return false, false
 }
 
+// Shortfall says by how much paddock misses the row's goal ("1.79×: 10 % short of
+// 2×"), or "" if it meets it or the row has none.
+func (r Row) Shortfall() string {
+	met, ok := r.Met()
+	if !ok || met {
+		return ""
+	}
+	q := r.Ratio()
+	switch r.Goal {
+	case GoalTwiceAsHigh:
+		return fmt.Sprintf("%s: %.0f %% short of 2×", formatRatio(q), 100*(1-q/2))
+	case GoalHalfOrLess:
+		return fmt.Sprintf("%s: %.0f %% above half of ZooKeeper's", formatRatio(q), 100*(q/0.5-1))
+	case GoalLower:
+		return fmt.Sprintf("%s: not below ZooKeeper's", formatRatio(q))
+	case GoalUnder3s:
+		return fmt.Sprintf("%s, not under 3 s", FormatValue(r.Paddock, r.Unit))
+	}
+	return fmt.Sprintf("%s against %s for ZooKeeper", FormatValue(r.Paddock, r.Unit), FormatValue(r.ZooKeeper, r.Unit))
+}
+
 // Median returns the median of vs (the mean of the middle two for an even count), or NaN
 // for none.
 func Median(vs []float64) float64 {

@@ -105,3 +105,21 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+func TestShortfall(t *testing.T) {
+	for _, c := range []struct {
+		row  Row
+		want string
+	}{
+		{NewRow("create ops/s", UnitRate, GoalTwiceAsHigh, []float64{100}, []float64{180}), "1.80×: 10 % short of 2×"},
+		{NewRow("create ops/s", UnitRate, GoalTwiceAsHigh, []float64{100}, []float64{200}), ""},
+		{NewRow("set p99", UnitDuration, GoalHalfOrLess, []float64{4e6}, []float64{2.4e6}), "0.60×: 20 % above half of ZooKeeper's"},
+		{NewRow("set p99", UnitDuration, GoalHalfOrLess, []float64{4e6}, []float64{2e6}), ""},
+		{NewRow("restart", UnitDuration, GoalUnder3s, []float64{4e9}, []float64{3.5e9}), "3.50 s, not under 3 s"},
+		{NewRow("RSS", UnitBytes, GoalNone, []float64{1}, []float64{2}), ""},
+	} {
+		if got := c.row.Shortfall(); got != c.want {
+			t.Errorf("%s %v vs %v: Shortfall() = %q, want %q", c.row.Metric, c.row.Paddock, c.row.ZooKeeper, got, c.want)
+		}
+	}
+}
