@@ -343,17 +343,3 @@ func TestPurgeAtStart(t *testing.T) {
 	r := startTest(t, cfg)
 	waitFor(t, "the purge at start", func() bool { return snapshotCount(t, r) <= cfg.SnapRetainCount+1 })
 }
-
-func TestGCPercentFor(t *testing.T) {
-	for _, tt := range []struct {
-		live uint64
-		want int
-	}{
-		{0, maxGCPercent}, {4 << 20, maxGCPercent}, {64 << 20, 100}, {128 << 20, 50},
-		{256 << 20, 25}, {4 << 30, minGCPercent},
-	} {
-		if got := gcPercentFor(tt.live); got != tt.want {
-			t.Errorf("gcPercentFor(%d MiB) = %d, want %d", tt.live>>20, got, tt.want)
-		}
-	}
-}

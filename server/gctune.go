@@ -12,11 +12,13 @@ import (
 // coordination server: with a small tree (a few MiB live) it collects many times a second
 // under load, taking CPU from requests on a small machine and adding to tail latency; with
 // a large tree (GiBs live) it lets RSS reach twice what the tree needs. gcTuneLoop keeps the
-// headroom near minGCHeadroom for small heaps and near a quarter of the heap for large
-// ones, by setting GOGC from the live heap after each second.
+// headroom near minGCHeadroom for small heaps and at minGCPercent of the heap for large
+// ones, by setting GOGC from the live heap after each second. (At 1M znodes, 15 % rather
+// than 25 % took RSS from 387 to 366 MiB; the collections it adds come every 40 MiB
+// allocated, a few a second at most under a write load.)
 const (
-	minGCHeadroom  = 64 << 20
-	minGCPercent   = 25
+	minGCHeadroom  = 40 << 20
+	minGCPercent   = 15
 	maxGCPercent   = 800
 	gcTuneInterval = time.Second
 	liveHeapMetric = "/gc/heap/live:bytes"
