@@ -1,0 +1,143 @@
+package coordinator
+
+import (
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// queue is an unbounded FIFO whose pushes never block: events from the client's
+// goroutines go through it to goroutines that may be slow.
+type queue[T any] struct {
+	mu     sync.Mutex
+	items  []T
+	closed bool
+	signal chan struct{} // has a token while items is not empty or the queue is closed
+}
+
+func newQueue[T any]() *queue[T] { return &queue[T]{signal: make(chan struct{}, 1)} }
+
+func (q *queue[T]) push(v T) {
+	q.mu.Lock()
+	if !q.closed {
+		q.items = append(q.items, v)
+	}
+	q.mu.Unlock()
+	q.notify()
+}
+
+func (q *queue[T]) notify() {
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+// ready has a value when drain may return something, or the queue was closed.
+func (q *queue[T]) ready() <-chan struct{} { return q.signal }
+
+// drain takes everything queued; ok is false once the queue is closed and empty.
+func (q *queue[T]) drain() []T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	items := q.items
+	q.items = nil
+	return items
+}
+
+func (q *queue[T]) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.notify()
+}
+
+func (q *queue[T]) isClosed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed && len(q.items) == 0
+}
+
+// subscriber forwards a Session's events to its channel through a queue, so a slow
+// reader never blocks the Session.
+type subscriber struct {
+	q   *queue[Event]
+	out chan Event
+}
+
+func newSubscriber() *subscriber {
+	sub := &subscriber{q: newQueue[Event](), out: make(chan Event)}
+	go sub.forward()
+	return sub
+}
+
+func (sub *subscriber) push(ev Event) { sub.q.push(ev) }
+func (sub *subscriber) close()        { sub.q.close() }
+
+func (sub *subscriber) forward() {
+	defer close(sub.out)
+	for range sub.q.ready() {
+		for _, ev := range sub.q.drain() {
+			sub.out <- ev
+		}
+		if sub.q.isClosed() {
+			return
+		}
+	}
+}
+
+// negotiatedTimeout learns the session timeout the server granted by reading it off
+// the connect response, the first frame every new connection receives (length, protocol
+// version, timeout in ms, session id, password): the client library does not expose it.
+type negotiatedTimeout struct{ ms atomic.Int64 }
+
+func (n *negotiatedTimeout) get() time.Duration { return time.Duration(n.ms.Load()) * time.Millisecond }
+
+func (n *negotiatedTimeout) wrap(d zk.Dialer) zk.Dialer {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		c, err := d(network, address, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &sniffConn{Conn: c, n: n}, nil
+	}
+}
+
+// sniffConn records the timeout field of the first 12 bytes read.
+type sniffConn struct {
+	net.Conn
+	n    *negotiatedTimeout
+	head [12]byte
+	got  int
+}
+
+func (c *sniffConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if c.got < len(c.head) && n > 0 {
+		k := copy(c.head[c.got:], p[:n])
+		c.got += k
+		if c.got == len(c.head) {
+			if ms := int32(binary.BigEndian.Uint32(c.head[8:12])); ms > 0 {
+				c.n.ms.Store(int64(ms))
+			}
+		}
+	}
+	return n, err
+}
+
+func defaultDialer(network, address string, timeout time.Duration) (net.Conn, error) {
+	return net.DialTimeout(network, address, timeout)
+}
+
+// zkLogger sends the client library's log lines to slog at debug level.
+type zkLogger struct{ l *slog.Logger }
+
+func (z zkLogger) Printf(format string, args ...any) {
+	z.l.Debug("zk: " + fmt.Sprintf(format, args...))
+}
