@@ -92,40 +92,64 @@ func (sub *subscriber) forward() {
 	}
 }
 
-// negotiatedTimeout learns the session timeout the server granted by reading it off
-// the connect response, the first frame every new connection receives (length, protocol
-// version, timeout in ms, session id, password): the client library does not expose it.
-type negotiatedTimeout struct{ ms atomic.Int64 }
+// connWatch observes the client's connections from the dialer, for what the client
+// library does not expose: the session timeout the server granted, read off the connect
+// response (the first frame every new connection receives: length, protocol version,
+// timeout in ms, session id, password); and when the client sends SetWatches, which it
+// does on reconnecting to a live session to re-register its watches.
+type connWatch struct {
+	ms atomic.Int64
+	// setWatches has a token once a SetWatches request has been written (capacity 1).
+	setWatches chan struct{}
+}
 
-func (n *negotiatedTimeout) get() time.Duration { return time.Duration(n.ms.Load()) * time.Millisecond }
+func newConnWatch() *connWatch { return &connWatch{setWatches: make(chan struct{}, 1)} }
 
-func (n *negotiatedTimeout) wrap(d zk.Dialer) zk.Dialer {
+func (w *connWatch) timeout() time.Duration { return time.Duration(w.ms.Load()) * time.Millisecond }
+
+func (w *connWatch) wrap(d zk.Dialer) zk.Dialer {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
 		c, err := d(network, address, timeout)
 		if err != nil {
 			return nil, err
 		}
-		return &sniffConn{Conn: c, n: n}, nil
+		return &watchedConn{Conn: c, w: w}, nil
 	}
 }
 
-// sniffConn records the timeout field of the first 12 bytes read.
-type sniffConn struct {
+// opSetWatches is the opcode of SetWatches (jute: 101).
+const opSetWatches = 101
+
+// watchedConn records the timeout field of the first 12 bytes read, and notes each
+// SetWatches frame written (the client writes one request frame per Write: length,
+// xid, opcode, body).
+type watchedConn struct {
 	net.Conn
-	n    *negotiatedTimeout
+	w    *connWatch
 	head [12]byte
 	got  int
 }
 
-func (c *sniffConn) Read(p []byte) (int, error) {
+func (c *watchedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if c.got < len(c.head) && n > 0 {
 		k := copy(c.head[c.got:], p[:n])
 		c.got += k
 		if c.got == len(c.head) {
 			if ms := int32(binary.BigEndian.Uint32(c.head[8:12])); ms > 0 {
-				c.n.ms.Store(int64(ms))
+				c.w.ms.Store(int64(ms))
 			}
+		}
+	}
+	return n, err
+}
+
+func (c *watchedConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if n >= 12 && int32(binary.BigEndian.Uint32(p[8:12])) == opSetWatches {
+		select {
+		case c.w.setWatches <- struct{}{}:
+		default:
 		}
 	}
 	return n, err

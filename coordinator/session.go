@@ -132,9 +132,8 @@ type Session struct {
 	// zkEvents carries the client's session events to run, in order; the client's
 	// callback must not block, so it is an unbounded queue.
 	zkEvents *queue[zk.Event]
-	// negotiated is the session timeout the server granted, read off the connect
-	// response by the dialer wrapper; 0 until known.
-	negotiated *negotiatedTimeout
+	// cw observes the connections: the granted timeout, SetWatches sent.
+	cw *connWatch
 
 	mu          sync.Mutex
 	state       State
@@ -156,7 +155,7 @@ func Connect(ctx context.Context, cfg Config) (*Session, error) {
 		logger:      cfg.Logger,
 		acl:         zk.WorldACL(zk.PermAll),
 		zkEvents:    newQueue[zk.Event](),
-		negotiated:  &negotiatedTimeout{},
+		cw:          newConnWatch(),
 		subs:        make(map[*subscriber]struct{}),
 		ephemerals:  make(map[string]*Ephemeral),
 		established: make(chan struct{}),
@@ -172,7 +171,7 @@ func Connect(ctx context.Context, cfg Config) (*Session, error) {
 	}
 	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
 		zk.WithLogger(zkLogger{s.logger}),
-		zk.WithDialer(s.negotiated.wrap(dialer)),
+		zk.WithDialer(s.cw.wrap(dialer)),
 		zk.WithEventCallback(func(ev zk.Event) {
 			if ev.Type == zk.EventSession {
 				s.zkEvents.push(ev)
@@ -226,7 +225,7 @@ func (s *Session) SessionID() int64 {
 // Timeout returns the session timeout the server granted (the one asked for until a
 // server has answered).
 func (s *Session) Timeout() time.Duration {
-	if t := s.negotiated.get(); t > 0 {
+	if t := s.cw.timeout(); t > 0 {
 		return t
 	}
 	return s.cfg.SessionTimeout
@@ -330,12 +329,20 @@ func (s *Session) run() {
 				switch ev.State {
 				case zk.StateHasSession:
 					stopTimer()
-					s.transition(StateConnected, s.conn.SessionID())
+					id := s.conn.SessionID()
+					if id == s.SessionID() {
+						s.awaitSetWatches()
+					}
+					s.transition(StateConnected, id)
 				case zk.StateExpired:
 					stopTimer()
 					s.logger.Warn("session expired", "session_id", hexID(s.SessionID()))
 					s.transition(StateLost, 0)
 				case zk.StateDisconnected, zk.StateConnecting:
+					select {
+					case <-s.cw.setWatches: // from an earlier connection
+					default:
+					}
 					if s.State() == StateConnected {
 						s.transition(StateSuspended, 0)
 						lostTimer = time.NewTimer(s.Timeout())
@@ -348,6 +355,26 @@ func (s *Session) run() {
 		}
 	}
 }
+
+// awaitSetWatches holds back the news of a reconnection to the same session until the
+// client has re-sent its watches (SetWatches), or for at most setWatchesWait when it has
+// none to send. go-zookeeper/zk v1.0.4 reads its last zxid to build SetWatches while
+// its new receive loop updates it from replies to requests queued before SetWatches: a
+// data race (go-zookeeper/zk#35, unfixed) that the race detector reports. Recipes wait
+// for StateConnected before they send again, so their requests then queue after it.
+func (s *Session) awaitSetWatches() {
+	t := time.NewTimer(setWatchesWait)
+	defer t.Stop()
+	select {
+	case <-s.cw.setWatches:
+	case <-t.C:
+	case <-s.closed:
+	}
+}
+
+// setWatchesWait bounds awaitSetWatches; the client sends SetWatches, if at all, right
+// after the handshake.
+const setWatchesWait = 100 * time.Millisecond
 
 // transition moves the Session to state (id: the session's id, for StateConnected) and
 // tells the subscribers.

@@ -1,0 +1,88 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// makeDirs creates dir and its missing ancestors as persistent nodes, riding out
+// disconnections. The root is always there.
+func makeDirs(ctx context.Context, s *Session, dir string) error {
+	if ok, _, err := s.conn.Exists(dir); err == nil && ok {
+		return nil
+	}
+	for i := 2; i <= len(dir); i++ {
+		if i < len(dir) && dir[i] != '/' {
+			continue
+		}
+		for {
+			_, err := s.conn.Create(dir[:i], nil, 0, s.acl)
+			if err == nil || errors.Is(err, zk.ErrNodeExists) {
+				break
+			}
+			if err := waitToRetry(ctx, s, err); err != nil {
+				return fmt.Errorf("create %s: %w", dir[:i], err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkPath validates an absolute node path.
+func checkPath(path string) error {
+	if path == "/" {
+		return nil
+	}
+	if !strings.HasPrefix(path, "/") || strings.HasSuffix(path, "/") {
+		return fmt.Errorf("coordinator: path %q: want /a/b, absolute, no trailing slash", path)
+	}
+	for _, name := range strings.Split(path[1:], "/") {
+		if err := checkNodeName(name); err != nil {
+			return fmt.Errorf("coordinator: path %q: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// validNodeName validates one path component as ZooKeeper does
+// (PathUtils.validatePath): not empty, not "." or "..", no "/" and none of the
+// characters ZooKeeper refuses.
+func checkNodeName(name string) error {
+	switch name {
+	case "":
+		return errors.New("empty node name")
+	case ".", "..":
+		return fmt.Errorf("node name %q is reserved", name)
+	}
+	for _, r := range name {
+		switch {
+		case r == '/':
+			return fmt.Errorf("node name %q contains '/'", name)
+		case r == 0, r > 0 && r < 0x20, r >= 0x7f && r <= 0x9f,
+			r >= 0xd800 && r <= 0xf8ff, r >= 0xfff0 && r <= 0xffff:
+			return fmt.Errorf("node name %q contains the invalid character %U", name, r)
+		}
+	}
+	return nil
+}
+
+func childPath(parent, name string) string {
+	if parent == "/" {
+		return "/" + name
+	}
+	return parent + "/" + name
+}
+
+func parentPath(path string) string {
+	i := strings.LastIndexByte(path, '/')
+	if i <= 0 {
+		return "/"
+	}
+	return path[:i]
+}
+
+func baseName(path string) string { return path[strings.LastIndexByte(path, '/')+1:] }
