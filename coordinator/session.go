@@ -181,20 +181,22 @@ func Connect(ctx context.Context, cfg Config) (*Session, error) {
 		return nil, fmt.Errorf("coordinator: connect to %s: %w", strings.Join(cfg.Servers, ","), err)
 	}
 	s.conn = conn
-	for _, a := range cfg.Auth {
-		if err := conn.AddAuth(a.Scheme, []byte(a.Credentials)); err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("coordinator: add auth %s: %w", a.Scheme, err)
-		}
-	}
 	go s.run()
 	select {
 	case <-s.established:
-		return s, nil
 	case <-ctx.Done():
 		s.Close()
 		return nil, fmt.Errorf("coordinator: connect to %s: %w", strings.Join(cfg.Servers, ","), ctx.Err())
 	}
+	// Added once there is a session, so that waiting for one is bounded by ctx; the
+	// client sends them again on every reconnection.
+	for _, a := range cfg.Auth {
+		if err := conn.AddAuth(a.Scheme, []byte(a.Credentials)); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("coordinator: add auth %s: %w", a.Scheme, err)
+		}
+	}
+	return s, nil
 }
 
 // Conn returns the underlying client, for operations the recipes do not cover. It

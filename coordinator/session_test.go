@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/paddock/paddock/internal/testutil"
 )
 
@@ -171,5 +172,37 @@ func TestSessionNegotiatedTimeout(t *testing.T) {
 	s := connect(t, paddockBackend.addr(t), func(c *Config) { c.SessionTimeout = 10 * time.Millisecond })
 	if got, want := s.Timeout(), 2*testTick; got != want {
 		t.Errorf("Timeout() = %v, want the server's minimum %v", got, want)
+	}
+}
+
+// TestSessionAuth: credentials are added to the session (a node only that digest user
+// may read is readable), and waiting for an unreachable server with credentials is
+// bounded by the context, not by the client's retry cycle.
+func TestSessionAuth(t *testing.T) {
+	addr := paddockBackend.addr(t)
+	auth := Auth{Scheme: "digest", Credentials: "alice:secret"}
+	s := connect(t, addr, func(c *Config) { c.Auth = []Auth{auth} })
+	root := testRoot(t, s)
+	if _, err := s.Conn().Create(root+"/private", []byte("x"), 0, zk.DigestACL(zk.PermAll, "alice", "secret")); err != nil {
+		t.Fatal(err)
+	}
+	if data, _, err := s.Conn().Get(root + "/private"); err != nil || string(data) != "x" {
+		t.Errorf("read with the credentials: %q, %v", data, err)
+	}
+	other := connect(t, addr)
+	if _, _, err := other.Conn().Get(root + "/private"); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("read without the credentials: %v, want ErrNoAuth", err)
+	}
+
+	port, err := testutil.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = Connect(ctx, Config{Servers: []string{"127.0.0.1:" + strconv.Itoa(port)}, SessionTimeout: time.Second, Auth: []Auth{auth}})
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) < 2*time.Second {
+		t.Errorf("Connect with credentials to nothing = %v after %v, want the deadline", err, time.Since(start))
 	}
 }
