@@ -147,3 +147,19 @@ func snapshot(tr *Tree) treeState {
 	s.Sessions, s.Size = len(tr.Sessions()), tr.DataSize()
 	return s
 }
+
+// TestCreateChildExisting: creating an existing path changes nothing — not the node,
+// not its parent, not the tree's digest — and returns the node that is there.
+func TestCreateChildExisting(t *testing.T) {
+	tr := New()
+	tr.Create("/a", []byte("x"), nil, 0, 1, 10)
+	orig, _ := tr.CreateChild(tr.Get("/a"), "/a/b", []byte("first"), nil, 0, 2, 20)
+	before := tr.Digest()
+	got, created := tr.CreateChild(tr.Get("/a"), "/a/b", []byte("second"), nil, 7, 3, 30)
+	if created || got != orig {
+		t.Fatalf("CreateChild of an existing path = %p, %v; want the existing node %p, false", got, created, orig)
+	}
+	if tr.Digest() != before || string(tr.Get("/a/b").Data) != "first" || tr.Get("/a").Stat().Cversion != 1 {
+		t.Errorf("the tree changed: data %q, parent cversion %d", tr.Get("/a/b").Data, tr.Get("/a").Stat().Cversion)
+	}
+}

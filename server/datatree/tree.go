@@ -120,6 +120,11 @@ func (t *Tree) put(n *Node) { t.index.ReplaceOrInsert(entry{path: n.Path, node: 
 // insert adds a new node to the index and the secondary indexes.
 func (t *Tree) insert(n *Node) {
 	t.put(n)
+	t.account(n)
+}
+
+// account adds a node just put in the index to the data size and the secondary indexes.
+func (t *Tree) account(n *Node) {
 	t.dataSize += int64(len(n.Path) + len(n.Data))
 	switch n.Kind() {
 	case Ephemeral:
@@ -251,18 +256,31 @@ func (t *Tree) replace(old, changed *Node) {
 // path does not. The parent's child counter and pzxid advance, as in DataTree.createNode.
 func (t *Tree) Create(path string, data []byte, acl []wire.ACL, owner, zxid, time int64) *Node {
 	parentPath, _ := splitPath(path)
-	parent := t.Get(parentPath)
+	n, _ := t.CreateChild(t.Get(parentPath), path, data, acl, owner, zxid, time)
+	return n
+}
+
+// CreateChild adds the node path under parent, the node at path's parent that the
+// caller has looked up, and returns it; if path exists it changes nothing and returns
+// false. It walks the index twice — the insert, which finds an existing node too, and
+// the parent's update — where looking path up first would take a third walk: creates
+// are the costliest write on a large tree, and most of their cost is these walks.
+func (t *Tree) CreateChild(parent *Node, path string, data []byte, acl []wire.ACL, owner, zxid, time int64) (*Node, bool) {
+	n := &Node{Path: path, Data: data, acl: t.acls.intern(acl), Czxid: zxid, Mzxid: zxid, Pzxid: zxid, Ctime: time, Mtime: time, Owner: owner}
+	if old, exists := t.index.ReplaceOrInsert(entry{path: path, node: n}); exists {
+		t.index.ReplaceOrInsert(old) // put it back as it was
+		return old.node, false
+	}
+	t.account(n)
+	if t.recording {
+		t.record(func() { t.remove(n) })
+	}
 	p := *parent
 	p.childCreates++
 	p.numChildren++
 	p.Pzxid = zxid
 	t.replace(parent, &p)
-	n := &Node{Path: path, Data: data, acl: t.acls.intern(acl), Czxid: zxid, Mzxid: zxid, Pzxid: zxid, Ctime: time, Mtime: time, Owner: owner}
-	t.insert(n)
-	if t.recording {
-		t.record(func() { t.remove(n) })
-	}
-	return n
+	return n, true
 }
 
 // Delete removes a node that exists and has no children. The parent's pzxid advances

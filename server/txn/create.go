@@ -85,10 +85,8 @@ func (a *applier) create(op wire.Op, r *wire.CreateRequest, ttl int64) OpResult 
 	if res.Err = datatree.ValidatePath(path); res.Err != nil {
 		return res
 	}
-	if a.tree.Get(path) != nil {
-		res.Err = datatree.ErrNodeExists
-		return res
-	}
+	// An ephemeral has no children, so "exists" cannot apply under one: checking it
+	// first gives the same answers as ZooKeeper's order (exists, then ephemeral parent).
 	if parent.Kind() == datatree.Ephemeral {
 		res.Err = datatree.ErrNoChildrenForEphemerals
 		return res
@@ -102,7 +100,11 @@ func (a *applier) create(op wire.Op, r *wire.CreateRequest, ttl int64) OpResult 
 	case mode.ttl:
 		owner = datatree.TTLOwner(ttl)
 	}
-	n := a.tree.Create(path, r.Data, acl, owner, a.txn.Zxid, a.txn.Time)
+	n, created := a.tree.CreateChild(parent, path, r.Data, acl, owner, a.txn.Zxid, a.txn.Time)
+	if !created {
+		res.Err = datatree.ErrNodeExists
+		return res
+	}
 	a.emit(wire.EventNodeCreated, path, n.ACL())
 	a.emit(wire.EventNodeChildrenChanged, parentPath, parent.ACL())
 	res.Path, res.Stat = path, n.Stat()
