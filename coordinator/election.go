@@ -67,7 +67,7 @@ func (e *Election) Campaign(ctx context.Context) (*Hold, error) {
 		case err == nil:
 			return newHold(e.s, e.path, conn.SessionID()), nil
 		case errors.Is(err, zk.ErrNoNode):
-			err = createHoldDirs(conn, holdParent(e.path), e.s.acl)
+			err = makeDirs(ctx, e.s, parentPath(e.path))
 		case errors.Is(err, zk.ErrNodeExists):
 			var h *Hold
 			if h, err = e.adoptOrWait(ctx); h != nil {

@@ -21,8 +21,9 @@ type Ephemeral struct {
 	mu   sync.Mutex
 	data []byte // what the node is (re)created with
 
-	stop chan struct{} // closed by Remove
-	done chan struct{} // closed when keep returns
+	ctx    context.Context // the keeper's; cancelled by Remove
+	cancel context.CancelFunc
+	done   chan struct{} // closed when keep returns
 }
 
 // ErrNodeTaken says an ephemeral node to be kept exists and belongs to another session.
@@ -36,7 +37,7 @@ func (s *Session) KeepEphemeral(ctx context.Context, path string, data []byte) (
 	if s.State() == StateClosed {
 		return nil, ErrClosed
 	}
-	e := &Ephemeral{s: s, path: path, data: data, stop: make(chan struct{}), done: make(chan struct{})}
+	e := &Ephemeral{s: s, path: path, data: data, done: make(chan struct{})}
 	if err := e.ensure(ctx); err != nil {
 		return nil, err
 	}
@@ -51,6 +52,7 @@ func (s *Session) KeepEphemeral(ctx context.Context, path string, data []byte) (
 	}
 	s.ephemerals[path] = e
 	s.mu.Unlock()
+	e.ctx, e.cancel = context.WithCancel(context.Background())
 	go e.keep()
 	return e, nil
 }
@@ -77,11 +79,7 @@ func (e *Ephemeral) Remove(ctx context.Context) error {
 		delete(e.s.ephemerals, e.path)
 	}
 	e.s.mu.Unlock()
-	select {
-	case <-e.stop:
-	default:
-		close(e.stop)
-	}
+	e.cancel()
 	<-e.done
 	_, stat, err := e.s.conn.Exists(e.path)
 	switch {
@@ -129,37 +127,27 @@ func (e *Ephemeral) ensure(ctx context.Context) error {
 }
 
 // keep watches the node and puts it back whenever it is missing while the session is
-// connected: after an expiry, or a delete by someone else.
+// connected: after an expiry, or a delete by someone else. It ends on Remove or when
+// the Session closes.
 func (e *Ephemeral) keep() {
 	defer close(e.done)
-	events, cancel := e.s.Subscribe()
-	defer cancel()
-	<-events // the state as of now
-	for {
+	for e.ctx.Err() == nil {
 		exists, stat, watch, err := e.s.conn.ExistsW(e.path)
 		switch {
-		case errors.Is(err, zk.ErrClosing):
-			return
-		case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrNoServer):
-			// Disconnected, or the session is gone: wait for the next connection.
-			if !e.waitConnected(events) {
-				return
-			}
-			continue
 		case err != nil:
-			e.s.logger.Warn("cannot watch kept ephemeral node", "path", e.path, "err", err)
-			if !e.pause(events, time.Second) {
+			if err = waitToRetry(e.ctx, e.s, err); err != nil && !e.troubled("cannot watch kept ephemeral node", err) {
 				return
 			}
 			continue
 		case !exists:
-			if err := e.ensure(context.Background()); err != nil && !errors.Is(err, zk.ErrConnectionClosed) {
-				e.s.logger.Warn("cannot re-create kept ephemeral node", "path", e.path, "err", err)
-				if !e.pause(events, time.Second) {
-					return
-				}
-			} else if err == nil {
+			err := e.ensure(e.ctx)
+			switch {
+			case err == nil:
 				e.s.logger.Info("re-created kept ephemeral node", "path", e.path)
+			case isConnLoss(err):
+				// the next ExistsW waits for the connection
+			case !e.troubled("cannot re-create kept ephemeral node", err):
+				return
 			}
 			continue
 		case stat.EphemeralOwner != e.s.conn.SessionID():
@@ -169,44 +157,28 @@ func (e *Ephemeral) keep() {
 				"owner", hexID(stat.EphemeralOwner))
 		}
 		select {
-		case <-e.stop:
+		case <-e.ctx.Done():
+		case <-e.s.Closed():
 			return
 		case <-watch:
 		}
 	}
 }
 
-// waitConnected waits for StateConnected; false if the keeper must stop.
-func (e *Ephemeral) waitConnected(events <-chan Event) bool {
-	for {
-		select {
-		case <-e.stop:
-			return false
-		case ev, ok := <-events:
-			if !ok || ev.State == StateClosed {
-				return false
-			}
-			if ev.State == StateConnected {
-				return true
-			}
-		}
+// troubled logs err and pauses a second before the keeper tries again; false if the
+// keeper must stop instead (Remove, or the Session closed).
+func (e *Ephemeral) troubled(msg string, err error) bool {
+	if e.ctx.Err() != nil || errors.Is(err, ErrClosed) {
+		return false
 	}
-}
-
-// pause waits d, or less if the keeper must stop; false if it must.
-func (e *Ephemeral) pause(events <-chan Event, d time.Duration) bool {
-	t := time.NewTimer(d)
+	e.s.logger.Warn(msg, "path", e.path, "err", err)
+	t := time.NewTimer(time.Second)
 	defer t.Stop()
-	for {
-		select {
-		case <-e.stop:
-			return false
-		case ev, ok := <-events:
-			if !ok || ev.State == StateClosed {
-				return false
-			}
-		case <-t.C:
-			return true
-		}
+	select {
+	case <-t.C:
+		return true
+	case <-e.ctx.Done():
+	case <-e.s.Closed():
 	}
+	return false
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -284,27 +283,4 @@ func deleteInBackground(s *Session, path string, del func() error) {
 			}
 		}
 	}()
-}
-
-// createHoldDirs creates dir and its missing ancestors as persistent nodes.
-func createHoldDirs(conn *zk.Conn, dir string, acl []zk.ACL) error {
-	for i := 1; i <= len(dir); i++ {
-		if i < len(dir) && dir[i] != '/' {
-			continue
-		}
-		_, err := conn.Create(dir[:i], nil, 0, acl)
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return fmt.Errorf("coordinator: create %s: %w", dir[:i], err)
-		}
-	}
-	return nil
-}
-
-// holdParent returns the parent of path ("/" for a top-level node).
-func holdParent(path string) string {
-	i := strings.LastIndexByte(path, '/')
-	if i <= 0 {
-		return "/"
-	}
-	return path[:i]
 }

@@ -166,7 +166,7 @@ func (c *seqContender) acquire(ctx context.Context, wait bool) (*Hold, error) {
 			return fail(err)
 		}
 		if mine == "" {
-			name, err := c.enqueue(guid, unsure)
+			name, err := c.enqueue(ctx, guid, unsure)
 			if err != nil {
 				unsure = unsure || errors.Is(err, zk.ErrConnectionClosed)
 				if err := waitToRetry(ctx, c.s, err); err != nil {
@@ -231,7 +231,7 @@ func (c *seqContender) waitGone(ctx context.Context, name string) error {
 
 // enqueue creates our node, or finds it if an earlier create may have been applied,
 // and returns its name.
-func (c *seqContender) enqueue(guid string, unsure bool) (string, error) {
+func (c *seqContender) enqueue(ctx context.Context, guid string, unsure bool) (string, error) {
 	if unsure {
 		name, err := c.findGUID(guid)
 		if err != nil || name != "" {
@@ -242,7 +242,7 @@ func (c *seqContender) enqueue(guid string, unsure bool) (string, error) {
 	for {
 		path, err := c.s.conn.Create(prefix, c.data, zk.FlagEphemeral|zk.FlagSequence, c.s.acl)
 		if errors.Is(err, zk.ErrNoNode) {
-			if err := createHoldDirs(c.s.conn, c.dir, c.s.acl); err != nil {
+			if err := makeDirs(ctx, c.s, c.dir); err != nil {
 				return "", err
 			}
 			continue

@@ -99,17 +99,28 @@ func (sub *subscriber) forward() {
 // does on reconnecting to a live session to re-register its watches.
 type connWatch struct {
 	ms atomic.Int64
+	// lastDial is the error of the last dial, nil once one succeeds.
+	lastDial atomic.Pointer[error]
 	// setWatches has a token once a SetWatches request has been written (capacity 1).
 	setWatches chan struct{}
 }
 
 func newConnWatch() *connWatch { return &connWatch{setWatches: make(chan struct{}, 1)} }
 
+// lastDialError returns the last dial's error, nil if it succeeded or none was made.
+func (w *connWatch) lastDialError() error {
+	if p := w.lastDial.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 func (w *connWatch) timeout() time.Duration { return time.Duration(w.ms.Load()) * time.Millisecond }
 
 func (w *connWatch) wrap(d zk.Dialer) zk.Dialer {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
 		c, err := d(network, address, timeout)
+		w.lastDial.Store(&err)
 		if err != nil {
 			return nil, err
 		}

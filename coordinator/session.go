@@ -186,7 +186,7 @@ func Connect(ctx context.Context, cfg Config) (*Session, error) {
 	case <-s.established:
 	case <-ctx.Done():
 		s.Close()
-		return nil, fmt.Errorf("coordinator: connect to %s: %w", strings.Join(cfg.Servers, ","), ctx.Err())
+		return nil, &ConnectError{Servers: cfg.Servers, LastDial: s.cw.lastDialError(), Err: ctx.Err()}
 	}
 	// Added once there is a session, so that waiting for one is bounded by ctx; the
 	// client sends them again on every reconnection.
@@ -198,6 +198,25 @@ func Connect(ctx context.Context, cfg Config) (*Session, error) {
 	}
 	return s, nil
 }
+
+// ConnectError is Connect giving up before a session was established: the servers,
+// why it stopped waiting (Err, the context's error), and the error of the last attempt
+// to reach one of them, if it failed.
+type ConnectError struct {
+	Servers  []string
+	LastDial error
+	Err      error
+}
+
+func (e *ConnectError) Error() string {
+	msg := fmt.Sprintf("coordinator: connect to %s: %v", strings.Join(e.Servers, ","), e.Err)
+	if e.LastDial != nil {
+		msg += " (last dial: " + e.LastDial.Error() + ")"
+	}
+	return msg
+}
+
+func (e *ConnectError) Unwrap() error { return e.Err }
 
 // Conn returns the underlying client, for operations the recipes do not cover. It
 // stays the same across reconnections and new sessions.
