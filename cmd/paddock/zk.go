@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -189,8 +187,7 @@ func (z *zkCLI) connect(ctx context.Context, cmd *cobra.Command) (*zkClient, err
 		return nil, usageError("--server %q, --session-timeout %v: %w", z.servers, z.sessionTimeout, err)
 	}
 	cfg.Logger = zkLogger(cmd)
-	dialed := &lastDialError{dial: z.dial}
-	cfg.Dialer = dialed.Dial
+	cfg.Dialer = z.dial
 
 	cctx, cancel := context.WithTimeout(ctx, z.timeout)
 	defer cancel()
@@ -199,14 +196,16 @@ func (z *zkCLI) connect(ctx context.Context, cmd *cobra.Command) (*zkClient, err
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("interrupted while connecting to %s", strings.Join(cfg.Servers, ","))
 		}
-		reason := fmt.Sprintf("no session within %v", z.timeout)
-		if derr := dialed.get(); derr != nil {
-			reason = derr.Error()
-		} else if !errors.Is(err, context.DeadlineExceeded) {
-			reason = err.Error()
-			if cause := errors.Unwrap(err); cause != nil {
-				reason = cause.Error() // without Connect's "coordinator: connect to ..."
-			}
+		reason := err.Error()
+		var ce *coordinator.ConnectError
+		switch {
+		case !errors.As(err, &ce):
+		case ce.LastDial != nil:
+			reason = ce.LastDial.Error()
+		case errors.Is(err, context.DeadlineExceeded):
+			reason = fmt.Sprintf("no session within %v", z.timeout)
+		default:
+			reason = ce.Err.Error()
 		}
 		return nil, fmt.Errorf("cannot connect to %s: %s", strings.Join(cfg.Servers, ","), reason)
 	}
@@ -224,34 +223,6 @@ func zkLogger(cmd *cobra.Command) *slog.Logger {
 		return nil
 	}
 	return logger
-}
-
-// lastDialError remembers the last failed dial, to say why a connection failed.
-type lastDialError struct {
-	dial zk.Dialer
-
-	mu  sync.Mutex
-	err error // the last dial's error; nil after a successful dial
-}
-
-func (d *lastDialError) Dial(network, address string, timeout time.Duration) (net.Conn, error) {
-	dial := d.dial
-	if dial == nil {
-		dial = func(network, address string, timeout time.Duration) (net.Conn, error) {
-			return net.DialTimeout(network, address, timeout)
-		}
-	}
-	c, err := dial(network, address, timeout)
-	d.mu.Lock()
-	d.err = err
-	d.mu.Unlock()
-	return c, err
-}
-
-func (d *lastDialError) get() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.err
 }
 
 // Errors.
@@ -359,55 +330,47 @@ func (c *zkClient) fail(path string, version int32, err error) error {
 	return &opError{path: path, version: version, timeout: c.timeout, err: err}
 }
 
+// do runs one operation on path within the timeout, its error (if any) naming path
+// and version.
+func do[T any](ctx context.Context, c *zkClient, path string, version int32, op func() (T, error)) (T, error) {
+	v, err := within(ctx, c.timeout, op)
+	return v, c.fail(path, version, err)
+}
+
 func (c *zkClient) children(ctx context.Context, path string) ([]string, error) {
-	children, err := within(ctx, c.timeout, func() ([]string, error) {
+	children, err := do(ctx, c, path, -1, func() ([]string, error) {
 		children, _, err := c.conn.Children(path)
 		return children, err
 	})
 	slices.Sort(children)
-	return children, c.fail(path, -1, err)
+	return children, err
 }
 
-type getResult struct {
-	data []byte
-	stat *zk.Stat
-}
-
-func (c *zkClient) get(ctx context.Context, path string) (getResult, error) {
-	r, err := within(ctx, c.timeout, func() (getResult, error) {
-		data, stat, err := c.conn.Get(path)
-		return getResult{data, stat}, err
+func (c *zkClient) get(ctx context.Context, path string) ([]byte, error) {
+	return do(ctx, c, path, -1, func() ([]byte, error) {
+		data, _, err := c.conn.Get(path)
+		return data, err
 	})
-	return r, c.fail(path, -1, err)
 }
 
 func (c *zkClient) stat(ctx context.Context, path string) (*zk.Stat, error) {
-	stat, err := within(ctx, c.timeout, func() (*zk.Stat, error) {
+	return do(ctx, c, path, -1, func() (*zk.Stat, error) {
 		ok, stat, err := c.conn.Exists(path)
 		if err == nil && !ok {
 			err = zk.ErrNoNode
 		}
 		return stat, err
 	})
-	return stat, c.fail(path, -1, err)
 }
 
 func (c *zkClient) set(ctx context.Context, path string, data []byte, version int32) error {
-	_, err := within(ctx, c.timeout, func() (*zk.Stat, error) { return c.conn.Set(path, data, version) })
-	return c.fail(path, version, err)
+	_, err := do(ctx, c, path, version, func() (*zk.Stat, error) { return c.conn.Set(path, data, version) })
+	return err
 }
 
 func (c *zkClient) delete(ctx context.Context, path string, version int32) error {
-	_, err := within(ctx, c.timeout, func() (struct{}, error) { return struct{}{}, c.conn.Delete(path, version) })
-	return c.fail(path, version, err)
-}
-
-// childPath joins a parent path and a child's name.
-func childPath(parent, name string) string {
-	if parent == "/" {
-		return "/" + name
-	}
-	return parent + "/" + name
+	_, err := do(ctx, c, path, version, func() (struct{}, error) { return struct{}{}, c.conn.Delete(path, version) })
+	return err
 }
 
 // ls.
@@ -447,7 +410,7 @@ func (c *zkClient) listTree(ctx context.Context, path string, top bool, visit fu
 	}
 	visit(path)
 	for _, child := range children {
-		if err := c.listTree(ctx, childPath(path, child), false, visit); err != nil {
+		if err := c.listTree(ctx, strings.TrimSuffix(path, "/")+"/"+child, false, visit); err != nil {
 			return err
 		}
 	}
@@ -461,11 +424,11 @@ func (z *zkCLI) getCmd() *cobra.Command {
 		Use:   "get PATH",
 		Short: "Write a node's data, raw, to stdout (no newline added)",
 	}, cobra.ExactArgs(1), func(ctx context.Context, c *zkClient, cmd *cobra.Command, args []string) error {
-		r, err := c.get(ctx, args[0])
+		data, err := c.get(ctx, args[0])
 		if err != nil {
 			return err
 		}
-		_, err = cmd.OutOrStdout().Write(r.data)
+		_, err = cmd.OutOrStdout().Write(data)
 		return err
 	})
 }
@@ -547,7 +510,7 @@ must have TTL nodes enabled (extendedTypesEnabled).`,
 			err = usageError("-c: a container cannot be ephemeral, sequential or have a TTL")
 		case ttl != 0 && ephemeral:
 			err = usageError("-t: a TTL node must be persistent, not ephemeral")
-		case ttl < 0 || (ttl != 0 && ttl < time.Millisecond):
+		case ttl != 0 && ttl < time.Millisecond:
 			err = usageError("-t %v: want a positive duration of at least 1ms", ttl)
 		}
 		return z.finish(cmd, err)
@@ -557,15 +520,8 @@ must have TTL nodes enabled (extendedTypesEnabled).`,
 
 func (c *zkClient) create(ctx context.Context, path string, data []byte, ephemeral, sequential, container bool,
 	ttl time.Duration) (string, error) {
-	var flags int32
-	if ephemeral {
-		flags |= zk.FlagEphemeral
-	}
-	if sequential {
-		flags |= zk.FlagSequence
-	}
 	acl := c.s.ACL()
-	created, err := within(ctx, c.timeout, func() (string, error) {
+	return do(ctx, c, path, -1, func() (string, error) {
 		switch {
 		case container:
 			return c.conn.CreateContainer(path, data, zk.FlagContainer, acl)
@@ -573,10 +529,15 @@ func (c *zkClient) create(ctx context.Context, path string, data []byte, ephemer
 			return c.conn.CreateTTL(path, data, zk.FlagPersistentSequentialWithTTL, acl, ttl)
 		case ttl > 0:
 			return c.conn.CreateTTL(path, data, zk.FlagTTL, acl, ttl)
+		case ephemeral && sequential:
+			return c.conn.Create(path, data, zk.FlagEphemeral|zk.FlagSequence, acl)
+		case ephemeral:
+			return c.conn.Create(path, data, zk.FlagEphemeral, acl)
+		case sequential:
+			return c.conn.Create(path, data, zk.FlagSequence, acl)
 		}
-		return c.conn.Create(path, data, flags, acl)
+		return c.conn.Create(path, data, 0, acl)
 	})
-	return created, c.fail(path, -1, err)
 }
 
 // delete, deleteall.
@@ -621,7 +582,7 @@ func (c *zkClient) deleteTree(ctx context.Context, path string, top bool) error 
 			return err
 		}
 		for _, child := range children {
-			if err := c.deleteTree(ctx, childPath(path, child), false); err != nil {
+			if err := c.deleteTree(ctx, strings.TrimSuffix(path, "/")+"/"+child, false); err != nil {
 				return err
 			}
 		}

@@ -41,16 +41,13 @@ const killGrace = 10 * time.Second
 func (c *zkClient) runLocked(ctx context.Context, path string, argv []string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	hold, err := coordinator.NewLock(c.s, path).Acquire(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		}
-		return c.fail(path, -1, fmt.Errorf("acquire lock: %w", err))
+		return c.fail(path, -1, err)
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
 		defer cancel()
 		if rerr := hold.Release(rctx); rerr != nil && err == nil {
-			err = c.fail(path, -1, fmt.Errorf("release lock: %w", rerr))
+			err = c.fail(path, -1, rerr)
 		}
 	}()
 

@@ -124,26 +124,25 @@ func (w *watcher) run(ctx context.Context) error {
 			fmt.Fprintf(w.errOut, "watching %s\n", w.path)
 			w.announced = true
 		}
+		var ev zk.Event
+		fromData := false
 		select {
 		case <-ctx.Done():
-		case ev := <-dataCh:
-			dataCh = nil
-			if ev.Type == zk.EventNotWatching {
-				dataCh, childCh, resync = nil, nil, true
-				fmt.Fprintf(w.errOut, "paddock zk: watch on %s stopped (%s); setting it again\n", w.path, zkWords(ev.Err))
-				continue
-			}
-			w.apply(ev.Type)
-		case ev := <-childCh:
+			continue
+		case ev = <-dataCh:
+			dataCh, fromData = nil, true
+		case ev = <-childCh:
 			childCh = nil
-			switch ev.Type {
-			case zk.EventNotWatching:
-				dataCh, childCh, resync = nil, nil, true
-				fmt.Fprintf(w.errOut, "paddock zk: watch on %s stopped (%s); setting it again\n", w.path, zkWords(ev.Err))
-			case zk.EventNodeChildrenChanged:
-				w.print(ev.Type)
-			} // NodeDeleted: the data watch reports it
 		}
+		switch {
+		case ev.Type == zk.EventNotWatching:
+			dataCh, childCh, resync = nil, nil, true
+			fmt.Fprintf(w.errOut, "paddock zk: watch on %s stopped (%s); setting it again\n", w.path, zkWords(ev.Err))
+		case fromData:
+			w.apply(ev.Type)
+		case ev.Type == zk.EventNodeChildrenChanged:
+			w.print(ev.Type)
+		} // a child watch's NodeDeleted: the data watch reports it
 	}
 	return nil
 }
