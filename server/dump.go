@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -20,11 +19,8 @@ import (
 // in logDir (dataDir when empty) in readable form. It only reads: it may run beside a
 // live server. Damage is printed where it is met, and returned after the whole dump.
 func DumpStore(w io.Writer, dataDir, logDir string) error {
-	if logDir == "" {
-		logDir = dataDir
-	}
 	var errs []error
-	snaps, err := store.ListSnapshots(filepath.Join(dataDir, "snap"), nil)
+	snaps, err := store.ListSnapshots(snapDirOf(dataDir), nil)
 	if err != nil {
 		return err
 	}
@@ -34,7 +30,7 @@ func DumpStore(w io.Writer, dataDir, logDir string) error {
 			errs = append(errs, err)
 		}
 	}
-	dir := filepath.Join(logDir, "log")
+	dir := logDirOf(dataDir, logDir)
 	fmt.Fprintf(w, "log %s\n", dir)
 	records := 0
 	err = store.ReadLog(dir, nil, func(zxid int64, payload []byte) error {
@@ -58,11 +54,7 @@ func DumpStore(w io.Writer, dataDir, logDir string) error {
 
 func dumpSnapshot(w io.Writer, info store.SnapshotInfo) error {
 	fmt.Fprintf(w, "snapshot %s (zxid 0x%x, %d bytes)\n", info.Path, info.Zxid, info.Size)
-	l := datatree.NewLoader()
-	if _, err := store.ReadSnapshot(info.Path, nil, l.Add); err != nil {
-		return err
-	}
-	t, err := l.Tree()
+	t, err := readTree(info.Path, nil)
 	if err != nil {
 		return err
 	}

@@ -13,14 +13,27 @@ import (
 )
 
 // snapDir and logDir are where snapshots and the write-ahead log live.
-func (s *Server) snapDir() string { return filepath.Join(s.cfg.DataDir, "snap") }
+func (s *Server) snapDir() string { return snapDirOf(s.cfg.DataDir) }
+func (s *Server) logDir() string  { return logDirOf(s.cfg.DataDir, s.cfg.DataLogDir) }
 
-func (s *Server) logDir() string {
-	dir := s.cfg.DataLogDir
-	if dir == "" {
-		dir = s.cfg.DataDir
+// snapDirOf and logDirOf say where a data directory keeps snapshots and the log (in
+// dataLogDir when set), for the server and for DumpStore.
+func snapDirOf(dataDir string) string { return filepath.Join(dataDir, "snap") }
+
+func logDirOf(dataDir, dataLogDir string) string {
+	if dataLogDir == "" {
+		dataLogDir = dataDir
 	}
-	return filepath.Join(dir, "log")
+	return filepath.Join(dataLogDir, "log")
+}
+
+// readTree loads the tree a snapshot file holds, checking it whole.
+func readTree(path string, fsys store.FS) (*datatree.Tree, error) {
+	l := datatree.NewLoader()
+	if _, err := store.ReadSnapshot(path, fsys, l.Add); err != nil {
+		return nil, err
+	}
+	return l.Tree()
 }
 
 // nextSnapCount draws how many txns to apply before the next snapshot, from
@@ -46,12 +59,7 @@ func (s *Server) loadSnapshot() (*datatree.Tree, error) {
 	}
 	for _, info := range snaps {
 		start := time.Now()
-		l := datatree.NewLoader()
-		_, err := store.ReadSnapshot(info.Path, s.fs, l.Add)
-		var t *datatree.Tree
-		if err == nil {
-			t, err = l.Tree()
-		}
+		t, err := readTree(info.Path, s.fs)
 		if err != nil {
 			s.logger.Error("snapshot unusable, trying an older one", "file", info.Path, "err", err)
 			continue

@@ -2,6 +2,7 @@ package datatree
 
 import (
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,7 +50,14 @@ func aclKey(acl []wire.ACL) string {
 }
 
 // intern returns the stored list equal to acl, storing a copy of acl if there is none.
+// The system nodes' lists are found without building a key: the open one is what most
+// clients give.
 func (c *aclCache) intern(acl []wire.ACL) *aclList {
+	for _, l := range [...]*aclList{openACL, readACL} {
+		if slices.Equal(acl, l.list) {
+			return l
+		}
+	}
 	key := aclKey(acl)
 	c.mu.Lock()
 	defer c.mu.Unlock()

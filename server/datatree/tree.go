@@ -266,7 +266,11 @@ func (t *Tree) Create(path string, data []byte, acl []wire.ACL, owner, zxid, tim
 // the parent's update — where looking path up first would take a third walk: creates
 // are the costliest write on a large tree, and most of their cost is these walks.
 func (t *Tree) CreateChild(parent *Node, path string, data []byte, acl []wire.ACL, owner, zxid, time int64) (*Node, bool) {
-	n := &Node{Path: path, Data: data, acl: t.acls.intern(acl), Czxid: zxid, Mzxid: zxid, Pzxid: zxid, Ctime: time, Mtime: time, Owner: owner}
+	l := parent.acl // children mostly share their parent's list: no lookup then
+	if !slices.Equal(acl, l.list) {
+		l = t.acls.intern(acl)
+	}
+	n := &Node{Path: path, Data: data, acl: l, Czxid: zxid, Mzxid: zxid, Pzxid: zxid, Ctime: time, Mtime: time, Owner: owner}
 	if old, exists := t.index.ReplaceOrInsert(entry{path: path, node: n}); exists {
 		t.index.ReplaceOrInsert(old) // put it back as it was
 		return old.node, false

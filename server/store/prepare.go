@@ -2,8 +2,6 @@ package store
 
 import (
 	"errors"
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -156,33 +154,12 @@ func (p *preparer) close() {
 	<-p.done
 }
 
-// usePrepared makes the prepared file at path the segment with header h: header
-// written and synced, then renamed into place and the directory synced, as
+// usePrepared makes the prepared file at path the segment with header h, as
 // createSegment does with a fresh file.
 func usePrepared(fsys FS, dir, path string, h segmentHeader) (File, error) {
-	final := filepath.Join(dir, segmentName(h.base))
 	f, err := fsys.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
-	var hdr [segmentHeaderSize]byte
-	putSegmentHeader(hdr[:], h)
-	_, err = f.WriteAt(hdr[:], 0)
-	if err == nil {
-		err = f.Datasync()
-	}
-	if err == nil {
-		err = fsys.Rename(path, final)
-	}
-	if err == nil {
-		err = fsys.SyncDir(dir)
-	}
-	if err != nil {
-		f.Close()
-		if !errors.Is(err, fs.ErrNotExist) {
-			fsys.Remove(path)
-		}
-		return nil, fmt.Errorf("store: create segment %s: %w", filepath.Base(final), err)
-	}
-	return f, nil
+	return installSegment(fsys, dir, f, path, h, nil)
 }

@@ -228,20 +228,31 @@ func corrupt(file string, off int64, reason string) error {
 // header written and synced — and renamed into place, then dir is synced, so a
 // segment file always has a whole header.
 func createSegment(fsys FS, dir string, h segmentHeader, size int64) (File, error) {
-	final := filepath.Join(dir, segmentName(h.base))
-	tmp := final + tmpExt
+	tmp := filepath.Join(dir, segmentName(h.base)) + tmpExt
 	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("store: create segment: %w", err)
 	}
+	return installSegment(fsys, dir, f, tmp, h, func() error { return f.Allocate(size) })
+}
+
+// installSegment makes f, open at the temporary path tmp, the segment with header h:
+// prepare (if set) runs first, then the header is written and synced (fdatasync also
+// makes a new size durable), the file renamed into place and the directory synced. On
+// an error it closes f and removes tmp.
+func installSegment(fsys FS, dir string, f File, tmp string, h segmentHeader, prepare func() error) (File, error) {
+	final := filepath.Join(dir, segmentName(h.base))
 	var hdr [segmentHeaderSize]byte
 	putSegmentHeader(hdr[:], h)
-	err = f.Allocate(size)
+	var err error
+	if prepare != nil {
+		err = prepare()
+	}
 	if err == nil {
 		_, err = f.WriteAt(hdr[:], 0)
 	}
 	if err == nil {
-		err = f.Sync()
+		err = f.Datasync()
 	}
 	if err == nil {
 		err = fsys.Rename(tmp, final)
