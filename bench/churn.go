@@ -119,10 +119,11 @@ func (c *churn) phase(ctx context.Context, name string, end, until int64, record
 // loop runs one goroutine's lifecycles. A failed lifecycle is counted and the loop goes on.
 func (c *churn) loop(ctx context.Context, w *worker, end, until int64, record bool) {
 	perSession := int64(c.cfg.Ephemerals)
-	var failures []error
+	var failed int64
+	var first error
 	defer func() {
-		if len(failures) > 0 {
-			w.failure = fmt.Errorf("%d lifecycles failed, first: %w", len(failures), failures[0])
+		if first != nil {
+			w.failure = fmt.Errorf("%d lifecycles failed, first: %w", failed, first)
 		}
 	}()
 	for ctx.Err() == nil {
@@ -135,7 +136,9 @@ func (c *churn) loop(ctx context.Context, w *worker, end, until int64, record bo
 		}
 		start := nanotime()
 		if err := c.lifecycle(ctx, i*perSession, perSession); err != nil {
-			failures = append(failures, err)
+			if failed++; first == nil {
+				first = err
+			}
 			w.errs["lifecycle failed"]++
 			w.nerr.Add(1)
 			continue

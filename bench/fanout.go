@@ -76,20 +76,38 @@ type fanout struct {
 
 	sessions []*session
 	notifyAt []int64       // per watcher: nanotime of its notification in the current round
-	notified atomic.Int64  // watchers notified in the current round
 	failOnce sync.Once     // guards failure and closing failed
 	failure  error         // the first watcher failure
 	failed   chan struct{} // closed on the first watcher failure
 }
 
-// round is one notification round. The coordinator sets next and last, and Adds to the
-// wait groups, before it closes start; watchers read them only after start is closed.
+// round is one notification round. The coordinator sets next and last, and resets the
+// countdowns, before it closes start; watchers use them only after start is closed.
 type round struct {
 	start    chan struct{} // closed when the watchers are to set their watches
 	last     bool          // no round: the watchers return
 	next     *round
-	armed    sync.WaitGroup // Done when a watcher's watch is set
-	notified sync.WaitGroup // Done when a watcher has its notification
+	armed    countdown // a watcher arrives when its watch is set
+	notified countdown // a watcher arrives when it has its notification
+}
+
+// countdown is closed when n parties have arrived. Unlike a WaitGroup it can be waited
+// on in a select, with no goroutine left behind when the wait gives up.
+type countdown struct {
+	n, arrived atomic.Int64
+	done       chan struct{}
+}
+
+func (c *countdown) reset(n int) {
+	c.n.Store(int64(n))
+	c.arrived.Store(0)
+	c.done = make(chan struct{})
+}
+
+func (c *countdown) arrive() {
+	if c.arrived.Add(1) == c.n.Load() {
+		close(c.done)
+	}
 }
 
 func newRound() *round { return &round{start: make(chan struct{})} }
@@ -172,9 +190,8 @@ func (f *fanout) abort(err error, watchers *sync.WaitGroup) error {
 func (f *fanout) round(ctx context.Context, r *round, hist, notify *Histogram) (*round, error) {
 	n := len(f.sessions)
 	r.next = newRound()
-	r.armed.Add(n)
-	r.notified.Add(n)
-	f.notified.Store(0)
+	r.armed.reset(n)
+	r.notified.reset(n)
 	close(r.start)
 	if err := f.wait(ctx, &r.armed, "set their watches"); err != nil {
 		return nil, err
@@ -206,14 +223,12 @@ func (f *fanout) round(ctx context.Context, r *round, hist, notify *Histogram) (
 	return r.next, nil
 }
 
-// wait waits for wg, a watcher failure, ctx or the request timeout, whichever comes first.
-func (f *fanout) wait(ctx context.Context, wg *sync.WaitGroup, what string) error {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+// wait waits for c, a watcher failure, ctx or the request timeout, whichever comes first.
+func (f *fanout) wait(ctx context.Context, c *countdown, what string) error {
 	t := time.NewTimer(f.cfg.RequestTimeout)
 	defer t.Stop()
 	select {
-	case <-done:
+	case <-c.done:
 		return nil
 	case <-f.failed:
 		return fmt.Errorf("bench: fanout: a watcher failed: %w", f.failure)
@@ -222,7 +237,7 @@ func (f *fanout) wait(ctx context.Context, wg *sync.WaitGroup, what string) erro
 	case <-t.C:
 		if what == "were notified" {
 			return fmt.Errorf("bench: fanout: only %d of %d watchers were notified within %v",
-				f.notified.Load(), len(f.sessions), f.cfg.RequestTimeout)
+				c.arrived.Load(), len(f.sessions), f.cfg.RequestTimeout)
 		}
 		return fmt.Errorf("bench: fanout: the watchers did not all %s within %v", what, f.cfg.RequestTimeout)
 	}
@@ -261,7 +276,7 @@ func (f *fanout) watch(i int, s *session, r *round) {
 			f.fail(fmt.Errorf("watcher %d (0x%x): set watch: %w", i, s.id, err))
 			return
 		}
-		r.armed.Done()
+		r.armed.arrive()
 		for {
 			n, err := s.next()
 			if err != nil {
@@ -270,8 +285,7 @@ func (f *fanout) watch(i int, s *session, r *round) {
 			}
 			if n.notification && isDataChanged(n.body, path) {
 				f.notifyAt[i] = n.at
-				f.notified.Add(1)
-				r.notified.Done()
+				r.notified.arrive()
 				break
 			}
 		}

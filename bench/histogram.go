@@ -86,9 +86,6 @@ func (h *Histogram) Merge(o *Histogram) {
 	h.sum += o.sum
 }
 
-// Count returns the number of values recorded.
-func (h *Histogram) Count() int64 { return h.count }
-
 // Quantile returns the value at quantile q in [0, 1]: the upper edge of the bucket holding
 // the ceil(q×count)-th smallest value, clamped to [min, max]. It is therefore never below
 // the true quantile and at most 0.8 % above it, and it grows with q up to Max.

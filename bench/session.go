@@ -72,10 +72,9 @@ type session struct {
 	ring    []inflight // requests in flight, oldest at head
 	head, n int
 
-	rbuf     []byte // rbuf[r:w] is read and not yet parsed
-	r, w     int
-	readAt   int64 // nanotime when the last read returned
-	deadline int64 // the read deadline set on nc, on nanotime's clock
+	rbuf   []byte // rbuf[r:w] is read and not yet parsed
+	r, w   int
+	readAt int64 // nanotime when the last read returned
 }
 
 // sessionOptions say how to open sessions.
@@ -313,7 +312,6 @@ func (s *session) ping(now int64) error {
 }
 
 func (s *session) setDeadline(at int64) {
-	s.deadline = at
 	s.nc.SetReadDeadline(epoch.Add(time.Duration(at)))
 }
 

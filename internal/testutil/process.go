@@ -50,7 +50,7 @@ type PaddockProcessOptions struct {
 	Port    int      // client port on 127.0.0.1; 0 picks a free port
 	Fixed   bool     // if Port is taken, fail rather than pick another
 	Env     []string // PADDOCK_SERVER_* settings, "NAME=value"; the test's own PADDOCK_ variables are dropped
-	Args    []string // more arguments for `paddock server`, e.g. --zoo-cfg FILE (the flags above win)
+	Args    []string // more arguments for `paddock server`, e.g. --zoo-cfg FILE (after the flags above: a repeated flag here wins)
 	LogPath string   // the server's stdout and stderr; created or truncated
 	// StartTimeout bounds the wait for the server to serve; zero means DefaultProcessStartTimeout.
 	StartTimeout time.Duration
