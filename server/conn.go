@@ -51,7 +51,6 @@ type conn struct {
 	closing  bool          // close once out is written; guarded by outMu
 	closed   bool          // guarded by outMu
 	writing  int           // bytes writeLoop has taken from out and not yet written; guarded by outMu
-	wasEmpty bool          // the queue was empty when the frame being queued began; guarded by outMu
 	spare    []byte        // writeLoop's buffer, swapped with out
 }
 
@@ -172,7 +171,8 @@ func (c *conn) send(encode func(e *wire.Encoder)) bool { return c.enqueue(true, 
 func (c *conn) enqueue(framed bool, encode func(e *wire.Encoder)) bool {
 	c.outMu.Lock()
 	defer c.outMu.Unlock()
-	if !c.beginFrameLocked() {
+	empty, ok := c.beginFrameLocked()
+	if !ok {
 		return false
 	}
 	if framed {
@@ -182,24 +182,24 @@ func (c *conn) enqueue(framed bool, encode func(e *wire.Encoder)) bool {
 	} else {
 		encode(&c.out)
 	}
-	return c.endFrameLocked()
+	return c.endFrameLocked(empty)
 }
 
-// beginFrameLocked reports whether a frame may be queued, and remembers whether the
-// queue was empty: one frame of any size is always accepted into an empty queue.
-func (c *conn) beginFrameLocked() bool {
+// beginFrameLocked reports whether a frame may be queued (ok), and whether the queue is
+// empty, which endFrameLocked needs: one frame of any size is always accepted into an
+// empty queue.
+func (c *conn) beginFrameLocked() (empty, ok bool) {
 	if c.closed || c.closing {
-		return false
+		return false, false
 	}
-	c.wasEmpty = c.out.Len() == 0 && c.writing == 0
-	return true
+	return c.out.Len() == 0 && c.writing == 0, true
 }
 
 // endFrameLocked counts the frame just queued and wakes the write loop, or, if the
 // client has let more than maxQueuedBytes pile up (counting what the write loop holds
 // and has not yet written), closes the connection.
-func (c *conn) endFrameLocked() bool {
-	if !c.wasEmpty && c.out.Len()+c.writing > maxQueuedBytes {
+func (c *conn) endFrameLocked(wasEmpty bool) bool {
+	if !wasEmpty && c.out.Len()+c.writing > maxQueuedBytes {
 		c.s.logger.Warn("closing connection: client too slow to read its replies",
 			"remote", c.nc.RemoteAddr().String(), "session_id", hexID(c.sessionID.Load()),
 			"queued_bytes", c.out.Len()+c.writing)
@@ -221,7 +221,8 @@ func (c *conn) endFrameLocked() bool {
 func (c *conn) reply(xid int32, zxid int64, code wire.Code, body wire.Record) {
 	c.outMu.Lock()
 	defer c.outMu.Unlock()
-	if !c.beginFrameLocked() {
+	empty, ok := c.beginFrameLocked()
+	if !ok {
 		return
 	}
 	off := c.out.BeginFrame()
@@ -231,14 +232,15 @@ func (c *conn) reply(xid int32, zxid int64, code wire.Code, body wire.Record) {
 		body.Encode(&c.out)
 	}
 	c.out.EndFrame(off)
-	c.endFrameLocked()
+	c.endFrameLocked(empty)
 }
 
 // notify sends a watch notification.
 func (c *conn) notify(typ wire.EventType, path string, zxid int64) {
 	c.outMu.Lock()
 	defer c.outMu.Unlock()
-	if !c.beginFrameLocked() {
+	empty, ok := c.beginFrameLocked()
+	if !ok {
 		return
 	}
 	off := c.out.BeginFrame()
@@ -247,7 +249,7 @@ func (c *conn) notify(typ wire.EventType, path string, zxid int64) {
 	ev := wire.WatcherEvent{Type: typ, State: wire.StateSyncConnected, Path: path}
 	ev.Encode(&c.out)
 	c.out.EndFrame(off)
-	c.endFrameLocked()
+	c.endFrameLocked(empty)
 }
 
 // closeAfterFlush closes the connection once everything queued has been written.
