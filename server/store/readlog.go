@@ -47,23 +47,5 @@ func readSegment(fsys FS, seg segment, prev int64, fn func(int64, []byte) error)
 	if _, why := parseSegmentHeader(hdr); why != "" {
 		return prev, corrupt(name, 0, why)
 	}
-	s := newScanner(f, size)
-	for {
-		at := s.off
-		st, err := s.next()
-		switch {
-		case err != nil:
-			return prev, fmt.Errorf("store: read %s at offset %d: %w", name, at, err)
-		case st == recordEnd:
-			return prev, nil
-		case st == recordBad:
-			return prev, corrupt(name, at, s.why())
-		case s.zxid <= prev:
-			return prev, corrupt(name, at, fmt.Sprintf("zxid %s does not follow zxid %s", fmtZxid(s.zxid), fmtZxid(prev)))
-		}
-		prev = s.zxid
-		if err := fn(s.zxid, s.payload); err != nil {
-			return prev, err
-		}
-	}
+	return eachRecord(f, name, size, prev, false, fn)
 }

@@ -424,28 +424,15 @@ func replaySegment(fsys FS, seg segment, prev, after int64, fn func(int64, []byt
 		return prev, fmt.Errorf("store: open %s: %w", name, err)
 	}
 	defer f.Close()
-	s := newScanner(f, seg.end)
-	for {
-		at := s.off
-		st, err := s.next()
-		switch {
-		case err != nil:
-			return prev, fmt.Errorf("store: read %s at offset %d: %w", name, at, err)
-		case st == recordEnd && at == seg.end:
-			return prev, nil
-		case st != recordOK:
-			return prev, corrupt(name, at, "record changed since the log was opened")
-		case s.zxid <= prev:
-			return prev, corrupt(name, at, fmt.Sprintf("zxid %s does not follow zxid %s", fmtZxid(s.zxid), fmtZxid(prev)))
+	return eachRecord(f, name, seg.end, prev, true, func(zxid int64, payload []byte) error {
+		if zxid <= after {
+			return nil
 		}
-		prev = s.zxid
-		if s.zxid <= after {
-			continue
+		if err := fn(zxid, payload); err != nil {
+			return fmt.Errorf("store: replay zxid %s: %w", fmtZxid(zxid), err)
 		}
-		if err := fn(s.zxid, s.payload); err != nil {
-			return prev, fmt.Errorf("store: replay zxid %s: %w", fmtZxid(s.zxid), err)
-		}
-	}
+		return nil
+	})
 }
 
 // Close syncs what was appended (as Sync does) and closes the files. It is
@@ -522,4 +509,33 @@ func (w *WAL) PurgeBefore(zxid int64) (removed []string, err error) {
 		w.logger.Debug("log segments purged", "files", len(removed), "before_zxid", fmtZxid(zxid))
 	}
 	return removed, err
+}
+
+// eachRecord reads the records of segment file f (name, for errors) up to end, checks
+// that their zxids rise from prev, calls fn for each, and returns the last zxid. The log
+// (strict) knows where its valid records end, having checked them at Open, so anything
+// else there means the file changed under it; ReadLog, reading a live log from outside,
+// stops at the first record not yet written.
+func eachRecord(f File, name string, end, prev int64, strict bool, fn func(int64, []byte) error) (int64, error) {
+	s := newScanner(f, end)
+	for {
+		at := s.off
+		st, err := s.next()
+		switch {
+		case err != nil:
+			return prev, fmt.Errorf("store: read %s at offset %d: %w", name, at, err)
+		case st == recordEnd && (!strict || at == end):
+			return prev, nil
+		case st != recordOK && strict:
+			return prev, corrupt(name, at, "record changed since the log was opened")
+		case st != recordOK:
+			return prev, corrupt(name, at, s.why())
+		case s.zxid <= prev:
+			return prev, corrupt(name, at, fmt.Sprintf("zxid %s does not follow zxid %s", fmtZxid(s.zxid), fmtZxid(prev)))
+		}
+		prev = s.zxid
+		if err := fn(s.zxid, s.payload); err != nil {
+			return prev, err
+		}
+	}
 }
