@@ -56,7 +56,7 @@ func runChurn(ctx context.Context, cfg Config) (*Result, error) {
 		res.CleanupError = err.Error()
 	case left > 0:
 		res.Errors += int64(left)
-		res.ErrorCodes = addError(res.ErrorCodes, "ephemeral left after its session closed", int64(left))
+		res.ErrorCodes["ephemeral left after its session closed"] += int64(left)
 	}
 	if cfg.Keep {
 		return res, nil
@@ -192,12 +192,4 @@ func childCount(s *session, path string) (int, error) {
 		}
 		return int(bodyInt(r.body)), nil
 	}
-}
-
-func addError(m map[string]int64, what string, n int64) map[string]int64 {
-	if m == nil {
-		m = map[string]int64{}
-	}
-	m[what] += n
-	return m
 }

@@ -84,9 +84,6 @@ func (r *Result) finish() {
 		r.OpsPerSec = float64(r.Ops) / r.Elapsed.Seconds()
 	}
 	r.Latency = r.hist.Summary()
-	if len(r.ErrorCodes) == 0 {
-		r.ErrorCodes = nil
-	}
 }
 
 // OK reports whether the run had no failed operation and no failed session.
