@@ -234,8 +234,11 @@ func (p *PaddockProcess) Stop(timeout time.Duration) error {
 }
 
 // LogTail returns the last n lines of the server's log, for failure messages.
-func (p *PaddockProcess) LogTail(n int) string {
-	b, err := os.ReadFile(p.LogPath)
+func (p *PaddockProcess) LogTail(n int) string { return logTail(p.LogPath, n) }
+
+// logTail returns the last n lines of the log file at path.
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return "(no log: " + err.Error() + ")"
 	}

@@ -3,7 +3,6 @@
 package testutil
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -249,7 +248,7 @@ func (z *ZooKeeper) waitReady(timeout time.Duration) error {
 	for {
 		select {
 		case <-z.exited:
-			log := z.LogTail(4096)
+			log := z.LogTail(60)
 			if strings.Contains(log, "Address already in use") {
 				return fmt.Errorf("%w: %s", errPortTaken, z.Addr)
 			}
@@ -261,7 +260,7 @@ func (z *ZooKeeper) waitReady(timeout time.Duration) error {
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("testutil: zookeeper at %s did not start serving within %v; log tail:\n%s",
-				z.Addr, timeout, z.LogTail(4096))
+				z.Addr, timeout, z.LogTail(60))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -298,20 +297,8 @@ func (z *ZooKeeper) cleanDir() {
 	}
 }
 
-// LogTail returns at most the last n bytes of the server's log, for failure messages.
-func (z *ZooKeeper) LogTail(n int) string {
-	b, err := os.ReadFile(z.logPath())
-	if err != nil {
-		return "(no log: " + err.Error() + ")"
-	}
-	if len(b) > n {
-		b = b[len(b)-n:]
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			b = b[i+1:]
-		}
-	}
-	return string(b)
-}
+// LogTail returns the last n lines of the server's log, for failure messages.
+func (z *ZooKeeper) LogTail(n int) string { return logTail(z.logPath(), n) }
 
 // FourLetterWord sends a four-letter word to addr and returns everything the server writes
 // before it closes the connection.
