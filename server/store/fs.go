@@ -6,6 +6,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
+	"unsafe"
 )
 
 // FS is the file system the store works on: every file operation of the log and the
@@ -134,4 +136,45 @@ func fillZeros(f *os.File, size int64) error {
 		off += n
 	}
 	return nil
+}
+
+// openUncached opens a file to be written around the page cache (O_DIRECT) where
+// fsys is the operating system's file system and it allows that; align is then the
+// size and alignment every write's offset, length and memory must have. Otherwise
+// it opens the file as fsys.OpenFile does, with align 0.
+func openUncached(fsys FS, name string, flag int, perm fs.FileMode) (f File, align int, err error) {
+	if _, ok := fsys.(osFS); ok && directIOFlag != 0 {
+		if f, err := os.OpenFile(name, flag|directIOFlag, perm); err == nil {
+			return uncachedFile{osFile{f}}, directIOAlign, nil
+		}
+		// tmpfs, for one, refuses the flag: through the page cache then.
+	}
+	f, err = fsys.OpenFile(name, flag, perm)
+	return f, 0, err
+}
+
+// uncachedFile is a file opened with O_DIRECT. Where the file system accepted the
+// flag but refuses a write with it (EINVAL), the file goes on through the page cache.
+type uncachedFile struct{ osFile }
+
+func (f uncachedFile) WriteAt(p []byte, off int64) (int, error) {
+	n, err := f.osFile.WriteAt(p, off)
+	if n == 0 && errors.Is(err, syscall.EINVAL) && clearDirectIO(f.File) == nil {
+		return f.osFile.WriteAt(p, off)
+	}
+	return n, err
+}
+
+// alignedBuffer returns an empty slice of capacity size whose memory starts on a
+// multiple of align (anywhere if align is 0).
+func alignedBuffer(size, align int) []byte {
+	if align == 0 {
+		return make([]byte, 0, size)
+	}
+	b := make([]byte, size+align)
+	skip := 0
+	if r := int(uintptr(unsafe.Pointer(unsafe.SliceData(b))) % uintptr(align)); r != 0 {
+		skip = align - r
+	}
+	return b[skip : skip : skip+size]
 }

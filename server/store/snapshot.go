@@ -30,9 +30,12 @@ const (
 	// snapshotMinSize is the size of a snapshot of no records.
 	snapshotMinSize = snapshotHeaderSize + snapshotTrailerSize
 
-	// snapshotBufferSize is how much SnapshotWriter buffers, and ReadSnapshot reads,
-	// at a time; a payload of half of it or more is written from the caller's slice.
-	snapshotBufferSize = 1 << 20
+	// snapshotReadSize is how much ReadSnapshot reads at a time.
+	snapshotReadSize = 1 << 20
+	// snapshotWriteSize is how much SnapshotWriter writes at a time. Written around
+	// the page cache, each write holds the disk for its length: small enough that
+	// the log's fsyncs do not wait long behind one (docs/storage.md).
+	snapshotWriteSize = 256 << 10
 )
 
 // ErrSnapshotDone is returned by a SnapshotWriter's Append and Commit after Commit
@@ -56,15 +59,19 @@ func parseSnapshotName(name string) (int64, bool) {
 // zxid. It writes to a temporary file that only Commit puts under the snapshot's name,
 // so a snapshot file is always whole. It buffers what it writes and allocates nothing
 // per record. A SnapshotWriter is used by one goroutine.
+//
+// On the operating system's file system it writes around the page cache (O_DIRECT)
+// where the file system allows, in whole blocks: docs/storage.md says why.
 type SnapshotWriter struct {
 	fs    FS
 	dir   string
 	tmp   string // the file being written
 	final string // its name once committed
 	f     File
-	buf   []byte // bytes not yet written, which go at off
+	buf   []byte // bytes not yet written, which go at off; cap is snapshotWriteSize
 	off   int64
-	crc   uint32 // CRC-32C of the file's bytes before off
+	align int    // writes start and end on multiples of align (O_DIRECT), or 0
+	crc   uint32 // CRC-32C of every byte given to put
 	count uint64
 	err   error // sticky: the first error of an Append or Commit
 	done  bool  // Commit or Abort was called
@@ -81,13 +88,16 @@ func CreateSnapshot(dir string, zxid int64, fsys FS) (*SnapshotWriter, error) {
 		return nil, fmt.Errorf("store: create snapshot directory: %w", err)
 	}
 	final := filepath.Join(dir, snapshotName(zxid))
-	f, err := fsys.OpenFile(final+tmpExt, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o640)
+	flag := os.O_RDWR | os.O_CREATE | os.O_TRUNC
+	f, align, err := openUncached(fsys, final+tmpExt, flag, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("store: create snapshot: %w", err)
 	}
 	w := &SnapshotWriter{fs: fsys, dir: dir, tmp: final + tmpExt, final: final, f: f,
-		buf: make([]byte, snapshotHeaderSize, snapshotBufferSize)}
-	putSnapshotHeader(w.buf, zxid)
+		buf: alignedBuffer(snapshotWriteSize, align), align: align}
+	var hdr [snapshotHeaderSize]byte
+	putSnapshotHeader(hdr[:], zxid)
+	w.put(hdr[:]) // the buffer is empty and larger: nothing is written yet
 	return w, nil
 }
 
@@ -110,27 +120,16 @@ func (w *SnapshotWriter) Append(payload []byte) error {
 	if len(payload) > MaxPayload {
 		return fmt.Errorf("%w: %d bytes (max %d)", ErrTooLarge, len(payload), MaxPayload)
 	}
-	if len(w.buf)+snapshotFrameSize+len(payload) > cap(w.buf) {
-		if err := w.flush(); err != nil {
-			return w.fail(err)
-		}
-	}
-	n := len(w.buf)
-	w.buf = w.buf[:n+snapshotFrameSize]
+	var frame [snapshotFrameSize]byte
 	le := binary.LittleEndian
-	le.PutUint32(w.buf[n+4:], uint32(len(payload)))
-	crc := crc32.Update(0, crcTable, w.buf[n+4:n+8])
-	le.PutUint32(w.buf[n:], crc32.Update(crc, crcTable, payload))
+	le.PutUint32(frame[4:], uint32(len(payload)))
+	crc := crc32.Update(0, crcTable, frame[4:8])
+	le.PutUint32(frame[:], crc32.Update(crc, crcTable, payload))
 	w.count++
-	if len(payload) < snapshotBufferSize/2 {
-		w.buf = append(w.buf, payload...)
-		return nil
-	}
-	// A large payload goes straight from the caller's slice, after its frame.
-	if err := w.flush(); err != nil {
+	if err := w.put(frame[:]); err != nil {
 		return w.fail(err)
 	}
-	return w.fail(w.write(payload))
+	return w.fail(w.put(payload))
 }
 
 func (w *SnapshotWriter) check() error {
@@ -151,23 +150,54 @@ func (w *SnapshotWriter) fail(err error) error {
 	return err
 }
 
-func (w *SnapshotWriter) flush() error {
-	err := w.write(w.buf)
-	w.buf = w.buf[:0]
-	return err
+// put adds p to the file's bytes, writing the buffer out each time it fills.
+func (w *SnapshotWriter) put(p []byte) error {
+	w.crc = crc32.Update(w.crc, crcTable, p)
+	for len(p) > 0 {
+		n := copy(w.buf[len(w.buf):cap(w.buf)], p)
+		w.buf = w.buf[:len(w.buf)+n]
+		p = p[n:]
+		if len(w.buf) == cap(w.buf) {
+			if err := w.flush(false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
-// write writes p at the writer's offset, adding it to the file's checksum.
-func (w *SnapshotWriter) write(p []byte) error {
-	if len(p) == 0 {
+// flush writes the buffer out. Writes around the page cache go in whole blocks: the
+// last partial block stays in the buffer, unless last, when it is padded with zeros
+// (Commit then truncates the file to its true size).
+func (w *SnapshotWriter) flush(last bool) error {
+	n := len(w.buf)
+	out := w.buf
+	if w.align > 0 {
+		if last {
+			padded := (n + w.align - 1) / w.align * w.align
+			out = w.buf[:padded]
+			clear(out[n:])
+		} else {
+			n -= n % w.align
+			out = w.buf[:n]
+		}
+	}
+	if len(out) > 0 {
+		if _, err := w.f.WriteAt(out, w.off); err != nil {
+			return fmt.Errorf("store: write %s: %w", filepath.Base(w.tmp), err)
+		}
+	}
+	w.off += int64(n)
+	w.buf = w.buf[:copy(w.buf, w.buf[n:])]
+	return nil
+}
+
+// truncatePadding cuts the zeros the last block write added.
+func (w *SnapshotWriter) truncatePadding() error {
+	if w.align == 0 {
 		return nil
 	}
-	if _, err := w.f.WriteAt(p, w.off); err != nil {
-		return fmt.Errorf("store: write %s: %w", filepath.Base(w.tmp), err)
-	}
-	w.crc = crc32.Update(w.crc, crcTable, p)
-	w.off += int64(len(p))
-	return nil
+	return w.f.Truncate(w.off)
 }
 
 // Commit writes the trailer, syncs the file, and renames it to its final name
@@ -182,8 +212,7 @@ func (w *SnapshotWriter) Commit() error {
 	copy(t[0:4], snapshotTrailerMark)
 	binary.LittleEndian.PutUint32(t[4:], snapshotTrailerLen)
 	binary.LittleEndian.PutUint64(t[8:], w.count)
-	w.buf = append(w.buf, t[:16]...)
-	if err := w.flush(); err != nil {
+	if err := w.put(t[:16]); err != nil {
 		return w.fail(err)
 	}
 	binary.LittleEndian.PutUint32(t[16:], w.crc)
@@ -192,7 +221,9 @@ func (w *SnapshotWriter) Commit() error {
 		what string
 		do   func() error
 	}{
-		{"write trailer", func() error { return w.write(t[16:]) }},
+		{"write", func() error { return w.put(t[16:]) }},
+		{"write", func() error { return w.flush(true) }},
+		{"truncate", func() error { return w.truncatePadding() }},
 		{"sync", w.f.Sync},
 		{"close", func() error { f := w.f; w.f = nil; return f.Close() }},
 		{"rename", func() error { return w.fs.Rename(w.tmp, w.final) }},
@@ -361,7 +392,7 @@ func readSnapshot(name string, ra io.ReaderAt, size int64, fn func([]byte) error
 	r := &snapshotReader{
 		name: name,
 		size: size,
-		br:   bufio.NewReaderSize(io.NewSectionReader(ra, 0, size), snapshotBufferSize),
+		br:   bufio.NewReaderSize(io.NewSectionReader(ra, 0, size), snapshotReadSize),
 	}
 	zxid, err := r.header()
 	if err != nil {

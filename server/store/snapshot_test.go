@@ -13,7 +13,12 @@ import (
 // writeSnapshot writes a snapshot of payloads at zxid in dir and returns its path.
 func writeSnapshot(t testing.TB, dir string, zxid int64, payloads [][]byte) string {
 	t.Helper()
-	w, err := CreateSnapshot(dir, zxid, nil)
+	return writeSnapshotOn(t, nil, dir, zxid, payloads)
+}
+
+func writeSnapshotOn(t testing.TB, fsys FS, dir string, zxid int64, payloads [][]byte) string {
+	t.Helper()
+	w, err := CreateSnapshot(dir, zxid, fsys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,34 +61,42 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		{"one empty record", [][]byte{{}}},
 		{"100000 records", snapshotPayloads(100_000, func(i int) int { return i % 300 })},
 		{"records around the buffer size", snapshotPayloads(7, func(i int) int {
-			return []int{10, snapshotBufferSize/2 - 1, snapshotBufferSize / 2, 5, snapshotBufferSize + 3, 0, 3 * snapshotBufferSize}[i]
+			return []int{10, snapshotWriteSize/2 - 1, snapshotWriteSize / 2, 5, snapshotWriteSize + 3, 0, 3 * snapshotWriteSize}[i]
 		})},
 	}
+	// The operating system's file system takes writes around the page cache where
+	// it can, in whole blocks; any other FS gets them as they come.
+	systems := []struct {
+		name string
+		fs   FS
+	}{{"direct", nil}, {"cached", struct{ FS }{OS}}}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "snap") // created by CreateSnapshot
-			path := writeSnapshot(t, dir, 0x300000042, tt.payloads)
-			zxid, got, err := readSnapshotFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if zxid != 0x300000042 || len(got) != len(tt.payloads) {
-				t.Fatalf("read zxid %#x and %d records, want 0x300000042 and %d", zxid, len(got), len(tt.payloads))
-			}
-			for i := range got {
-				if !bytes.Equal(got[i], tt.payloads[i]) {
-					t.Fatalf("record %d differs: %d bytes, want %d", i, len(got[i]), len(tt.payloads[i]))
+		for _, sys := range systems {
+			t.Run(tt.name+"/"+sys.name, func(t *testing.T) {
+				dir := filepath.Join(t.TempDir(), "snap") // created by CreateSnapshot
+				path := writeSnapshotOn(t, sys.fs, dir, 0x300000042, tt.payloads)
+				zxid, got, err := readSnapshotFile(path)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			snaps, err := ListSnapshots(dir, nil)
-			fi, _ := os.Stat(path)
-			if err != nil || len(snaps) != 1 || snaps[0] != (SnapshotInfo{0x300000042, path, fi.Size()}) {
-				t.Fatalf("ListSnapshots: %+v %v", snaps, err)
-			}
-			if entries, _ := os.ReadDir(dir); len(entries) != 1 {
-				t.Fatalf("directory holds %d files, want the snapshot alone", len(entries))
-			}
-		})
+				if zxid != 0x300000042 || len(got) != len(tt.payloads) {
+					t.Fatalf("read zxid %#x and %d records, want 0x300000042 and %d", zxid, len(got), len(tt.payloads))
+				}
+				for i := range got {
+					if !bytes.Equal(got[i], tt.payloads[i]) {
+						t.Fatalf("record %d differs: %d bytes, want %d", i, len(got[i]), len(tt.payloads[i]))
+					}
+				}
+				snaps, err := ListSnapshots(dir, nil)
+				fi, _ := os.Stat(path)
+				if err != nil || len(snaps) != 1 || snaps[0] != (SnapshotInfo{0x300000042, path, fi.Size()}) {
+					t.Fatalf("ListSnapshots: %+v %v", snaps, err)
+				}
+				if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+					t.Fatalf("directory holds %d files, want the snapshot alone", len(entries))
+				}
+			})
+		}
 	}
 }
 

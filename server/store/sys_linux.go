@@ -42,3 +42,19 @@ func lockDir(dir *os.File) error {
 	}
 	return err
 }
+
+// directIOFlag opens a file for writes around the page cache; directIOAlign is the
+// alignment they need: a multiple of the logical block size of the disks of today.
+const (
+	directIOFlag  = unix.O_DIRECT
+	directIOAlign = 4096
+)
+
+// clearDirectIO turns O_DIRECT off on an open file.
+func clearDirectIO(f *os.File) error {
+	flags, err := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0)
+	if err == nil {
+		_, err = unix.FcntlInt(f.Fd(), unix.F_SETFL, flags&^unix.O_DIRECT)
+	}
+	return err
+}

@@ -2,7 +2,10 @@
 
 package store
 
-import "os"
+import (
+	"errors"
+	"os"
+)
 
 // preallocate makes f at least size bytes long by writing zeros.
 func preallocate(f *os.File, size int64) error { return fillZeros(f, size) }
@@ -19,3 +22,11 @@ func syncDir(dir *os.File) error {
 
 // lockDir is a no-op off Linux: two servers on one log directory are not detected.
 func lockDir(dir *os.File) error { return nil }
+
+// directIOFlag is 0 off Linux: snapshots are written through the page cache.
+const (
+	directIOFlag  = 0
+	directIOAlign = 0
+)
+
+func clearDirectIO(f *os.File) error { return errors.ErrUnsupported }
