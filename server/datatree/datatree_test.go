@@ -163,3 +163,59 @@ func TestCreateChildExisting(t *testing.T) {
 		t.Errorf("the tree changed: data %q, parent cversion %d", tr.Get("/a/b").Data, tr.Get("/a").Stat().Cversion)
 	}
 }
+
+// TestGetAfterEveryChange: Get answers from the node put last without walking the
+// index; after every kind of change, and after a rollback, it must answer as the
+// index does.
+func TestGetAfterEveryChange(t *testing.T) {
+	tr := New()
+	paths := []string{"/", "/p", "/p/a", "/p/b", "/q"}
+	check := func(step string) {
+		t.Helper()
+		for _, p := range paths {
+			var want *Node
+			if e, ok := tr.index.Get(keyOf(p)); ok {
+				want = e.node
+			}
+			if got := tr.Get(p); got != want {
+				t.Fatalf("after %s: Get(%q) = %+v, the index holds %+v", step, p, got, want)
+			}
+		}
+	}
+	steps := []struct {
+		name string
+		do   func()
+	}{
+		{"create /p", func() { tr.Create("/p", nil, nil, 0, 1, 1) }},
+		{"create /p/a", func() { tr.Create("/p/a", nil, nil, 0, 2, 2) }},
+		{"set /p/a", func() { tr.SetData("/p/a", []byte("x"), 3, 3) }},
+		{"delete /p/a", func() { tr.Delete("/p/a", 4) }},
+		{"delete /p", func() { tr.Delete("/p", 5) }},
+		{"create /p again", func() { tr.Create("/p", nil, nil, 0, 6, 6) }},
+		{"rolled back multi", func() {
+			tr.Begin()
+			tr.Create("/p/b", nil, nil, 0, 7, 7)
+			tr.SetACL("/p", wire.ReadACLUnsafe)
+			tr.Create("/q", nil, nil, 0, 7, 7)
+			tr.Delete("/q", 7)
+			tr.Rollback()
+		}},
+		{"committed multi", func() {
+			tr.Begin()
+			tr.Create("/p/b", nil, nil, 0, 8, 8)
+			tr.Delete("/p/b", 8)
+			tr.Commit()
+		}},
+		// Every change above puts a parent after removing a node; the index's own
+		// operations must keep Get right without that.
+		{"remove of the node put last", func() {
+			n := &Node{Path: "/q", acl: openACL}
+			tr.insert(n)
+			tr.remove(n)
+		}},
+	}
+	for _, s := range steps {
+		s.do()
+		check(s.name)
+	}
+}

@@ -83,6 +83,11 @@ type Tree struct {
 	dataSize   int64 // sum of path and data lengths, ZooKeeper's approximate data size
 	lastZxid   int64
 
+	// hot is the node put last, which Get returns without walking the index: most
+	// writes come in runs under one parent (a create puts its parent last), and a
+	// create looks its parent up first. Only writers, who hold the tree alone, set it.
+	hot *Node
+
 	// undo holds the inverse of each mutation since Begin, for an atomic multi.
 	undo      []func()
 	recording bool
@@ -115,7 +120,10 @@ func New() *Tree {
 }
 
 // put stores n in the index, replacing the node at its path if there is one.
-func (t *Tree) put(n *Node) { t.index.ReplaceOrInsert(entry{path: n.Path, node: n}) }
+func (t *Tree) put(n *Node) {
+	t.index.ReplaceOrInsert(entry{path: n.Path, node: n})
+	t.hot = n
+}
 
 // insert adds a new node to the index and the secondary indexes.
 func (t *Tree) insert(n *Node) {
@@ -144,6 +152,9 @@ func (t *Tree) account(n *Node) {
 // remove drops a node from the index and the secondary indexes.
 func (t *Tree) remove(n *Node) {
 	t.index.Delete(keyOf(n.Path))
+	if t.hot != nil && t.hot.Path == n.Path {
+		t.hot = nil
+	}
 	t.dataSize -= int64(len(n.Path) + len(n.Data))
 	switch n.Kind() {
 	case Ephemeral:
@@ -164,6 +175,9 @@ func (t *Tree) remove(n *Node) {
 // ZooKeeper's DataTree (which keys the root by ""). The node is immutable: it stays
 // valid, describing the node as it was, after the tree changes.
 func (t *Tree) Get(path string) *Node {
+	if h := t.hot; h != nil && h.Path == path {
+		return h
+	}
 	e, ok := t.index.Get(keyOf(path))
 	if !ok {
 		return nil
