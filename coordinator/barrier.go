@@ -53,12 +53,12 @@ func (b *Barrier) Set(ctx context.Context) error {
 		case err == nil, errors.Is(err, zk.ErrNodeExists):
 			return nil
 		case errors.Is(err, zk.ErrNoNode):
-			err = makeDirs(ctx, b.s, path.Dir(b.path))
+			err = b.s.MakeDirs(ctx, path.Dir(b.path))
 			if err == nil {
 				continue
 			}
 		}
-		if err := waitToRetry(ctx, b.s, err); err != nil {
+		if err := b.s.WaitToRetry(ctx, err); err != nil {
 			return fmt.Errorf("coordinator: set barrier %s: %w", b.path, err)
 		}
 	}
@@ -75,7 +75,7 @@ func (b *Barrier) Remove(ctx context.Context) error {
 		if err == nil || errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
-		if err := waitToRetry(ctx, b.s, err); err != nil {
+		if err := b.s.WaitToRetry(ctx, err); err != nil {
 			return fmt.Errorf("coordinator: remove barrier %s: %w", b.path, err)
 		}
 	}
@@ -184,7 +184,7 @@ func (d *DoubleBarrier) Enter(ctx context.Context) error {
 		open, watch, err := d.tryEnter(ctx)
 		switch {
 		case err != nil:
-			if err := waitToRetry(ctx, d.s, err); err != nil {
+			if err := d.s.WaitToRetry(ctx, err); err != nil {
 				return d.abandon(err)
 			}
 			continue
@@ -194,7 +194,7 @@ func (d *DoubleBarrier) Enter(ctx context.Context) error {
 		select {
 		case ev := <-watch:
 			if ev.Type == zk.EventNotWatching { // the session expired: our node went with it
-				if err := waitToRetry(ctx, d.s, ev.Err); err != nil {
+				if err := d.s.WaitToRetry(ctx, ev.Err); err != nil {
 					return d.abandon(err)
 				}
 			}
@@ -258,7 +258,7 @@ func (d *DoubleBarrier) createNode(ctx context.Context) error {
 		case err == nil:
 			return nil
 		case errors.Is(err, zk.ErrNoNode):
-			if err := makeDirs(ctx, d.s, d.dir); err != nil {
+			if err := d.s.MakeDirs(ctx, d.dir); err != nil {
 				return err
 			}
 			continue
@@ -301,7 +301,7 @@ func (d *DoubleBarrier) abandon(err error) error {
 		owner := d.s.conn.SessionID()
 		del := func() error { return deleteOwned(d.s.conn, d.node, owner) }
 		if derr := del(); derr != nil && !errors.Is(derr, zk.ErrClosing) {
-			if isConnLoss(derr) {
+			if IsConnLoss(derr) {
 				deleteInBackground(d.s, d.node, del)
 			} else {
 				d.s.logger.Warn("cannot delete double barrier node", "path", d.node, "err", derr)
@@ -328,7 +328,7 @@ func (d *DoubleBarrier) Leave(ctx context.Context) error {
 			return nil
 		}
 		if err != nil {
-			if err := waitToRetry(ctx, d.s, err); err != nil {
+			if err := d.s.WaitToRetry(ctx, err); err != nil {
 				return fmt.Errorf("coordinator: leave double barrier %s: %w", d.dir, err)
 			}
 		}
@@ -360,7 +360,7 @@ func (d *DoubleBarrier) leaveStep(ctx context.Context) (done bool, err error) {
 		if err == nil || errors.Is(err, zk.ErrNoNode) {
 			break
 		}
-		if err := waitToRetry(ctx, d.s, fmt.Errorf("delete %s: %w", d.node, err)); err != nil {
+		if err := d.s.WaitToRetry(ctx, fmt.Errorf("delete %s: %w", d.node, err)); err != nil {
 			return false, err
 		}
 	}
@@ -404,7 +404,7 @@ func waitGone(ctx context.Context, s *Session, p string) error {
 			return ErrClosed
 		}
 		if r.err != nil {
-			if err := waitToRetry(ctx, s, r.err); err != nil {
+			if err := s.WaitToRetry(ctx, r.err); err != nil {
 				return err
 			}
 			continue
@@ -415,7 +415,7 @@ func waitGone(ctx context.Context, s *Session, p string) error {
 		select {
 		case ev := <-r.watch:
 			if ev.Type == zk.EventNotWatching {
-				if err := waitToRetry(ctx, s, ev.Err); err != nil {
+				if err := s.WaitToRetry(ctx, ev.Err); err != nil {
 					return err
 				}
 			}

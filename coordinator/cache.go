@@ -141,7 +141,7 @@ func newTreeCache(ctx context.Context, s *Session, root string, maxDepth int) (*
 		if errors.Is(err, zk.ErrClosing) {
 			err = ErrClosed
 		}
-		if !isConnLoss(err) {
+		if !IsConnLoss(err) {
 			cancel()
 			close(tc.done)
 			return nil, fmt.Errorf("coordinator: cache %s: %w", root, err)
@@ -229,7 +229,7 @@ func (tc *TreeCache) run(events <-chan Event, cancel func()) {
 			retryC = nil
 		}
 		if err := tc.process(); err != nil && retryC == nil {
-			if !isConnLoss(err) {
+			if !IsConnLoss(err) {
 				tc.s.Logger().Warn("cache read failed", "path", tc.root, "err", err)
 			}
 			// On a connection loss the next StateConnected triggers a full re-read;

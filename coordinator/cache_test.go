@@ -124,7 +124,7 @@ func randomOps(t *testing.T, s *Session, root string, rng *rand.Rand, n int) {
 		case err != nil:
 			t.Fatalf("op %d: exists %s: %v", i, p, err)
 		case !ok:
-			if err := makeDirs(ctxT(t), s, parentPath(p)); err != nil {
+			if err := s.MakeDirs(ctxT(t), parentPath(p)); err != nil {
 				t.Fatalf("op %d: %v", i, err)
 			}
 			_, err = conn.Create(p, data, 0, s.ACL())

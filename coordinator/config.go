@@ -49,7 +49,7 @@ func (c *ConfigNode) Get(ctx context.Context) ([]byte, error) {
 		case errors.Is(err, zk.ErrNoNode):
 			return nil, nil
 		}
-		if err := waitToRetry(ctx, c.s, err); err != nil {
+		if err := c.s.WaitToRetry(ctx, err); err != nil {
 			return nil, fmt.Errorf("coordinator: get %s: %w", c.path, err)
 		}
 	}
@@ -63,7 +63,7 @@ func (c *ConfigNode) Set(ctx context.Context, data []byte) error {
 		if err == nil {
 			return nil
 		}
-		if err := waitToRetry(ctx, c.s, err); err != nil {
+		if err := c.s.WaitToRetry(ctx, err); err != nil {
 			return fmt.Errorf("coordinator: set %s: %w", c.path, err)
 		}
 	}
@@ -90,7 +90,7 @@ func putNode(ctx context.Context, s *Session, path string, data []byte) error {
 		if !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}
-		if err := makeDirs(ctx, s, parentPath(path)); err != nil {
+		if err := s.MakeDirs(ctx, parentPath(path)); err != nil {
 			return err
 		}
 		_, err = s.Conn().Create(path, data, 0, s.ACL())
@@ -186,7 +186,7 @@ func (cs *ConfigSet) retry(ctx context.Context, what string, step func() error) 
 		if err == nil {
 			return nil
 		}
-		if err := waitToRetry(ctx, cs.s, err); err != nil {
+		if err := cs.s.WaitToRetry(ctx, err); err != nil {
 			return fmt.Errorf("coordinator: %s: %w", what, err)
 		}
 	}
@@ -211,7 +211,7 @@ func (cs *ConfigSet) Read(ctx context.Context) (map[string][]byte, error) {
 		case errors.Is(err, errConfigChanged):
 			continue
 		}
-		if err := waitToRetry(ctx, cs.s, err); err != nil {
+		if err := cs.s.WaitToRetry(ctx, err); err != nil {
 			return nil, fmt.Errorf("coordinator: read %s: %w", cs.dir, err)
 		}
 	}

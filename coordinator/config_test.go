@@ -151,7 +151,7 @@ func TestConfigSetReadWaitsForReady(t *testing.T) {
 		done <- values
 	}()
 	// A key written by hand, without the flag, must not be returned on its own.
-	if err := makeDirs(ctxT(t), s, dir); err != nil {
+	if err := s.MakeDirs(ctxT(t), dir); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Conn().Create(dir+"/half", []byte("x"), 0, s.ACL()); err != nil {

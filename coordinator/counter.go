@@ -58,7 +58,7 @@ func (c *Counter) Get(ctx context.Context) (int64, error) {
 		case errors.Is(err, zk.ErrNoNode):
 			return 0, nil
 		}
-		if err := waitToRetry(ctx, c.s, err); err != nil {
+		if err := c.s.WaitToRetry(ctx, err); err != nil {
 			return 0, fmt.Errorf("coordinator: get counter %s: %w", c.path, err)
 		}
 	}
@@ -81,7 +81,7 @@ func (c *Counter) Add(ctx context.Context, delta int64) (int64, error) {
 		case errors.Is(err, ErrOutcomeUnknown):
 			return 0, fmt.Errorf("coordinator: add to counter %s: %w", c.path, err)
 		}
-		if err := waitToRetry(ctx, c.s, err); err != nil {
+		if err := c.s.WaitToRetry(ctx, err); err != nil {
 			return 0, fmt.Errorf("coordinator: add to counter %s: %w", c.path, err)
 		}
 	}
@@ -122,7 +122,7 @@ func (c *Counter) tryAdd(ctx context.Context, delta int64) (n int64, done bool, 
 // writeError says what to do about the error of Add's write: one that may have been
 // applied is ErrOutcomeUnknown; one never sent is retried.
 func (c *Counter) writeError(err error) error {
-	if isConnLoss(err) && !writeNotSent(err) {
+	if IsConnLoss(err) && !WriteNotSent(err) {
 		return fmt.Errorf("write %s: %w: %w", c.path, ErrOutcomeUnknown, err)
 	}
 	return err
@@ -149,7 +149,7 @@ func (c *Counter) Set(ctx context.Context, v int64) error {
 			return nil
 		}
 		// Setting v again is harmless, so a write lost with the connection is retried.
-		if err := waitToRetry(ctx, c.s, err); err != nil {
+		if err := c.s.WaitToRetry(ctx, err); err != nil {
 			return fmt.Errorf("coordinator: set counter %s: %w", c.path, err)
 		}
 	}
@@ -166,7 +166,7 @@ func (c *Counter) create(ctx context.Context, v int64) (created bool, err error)
 		case errors.Is(err, zk.ErrNodeExists):
 			return false, nil
 		case errors.Is(err, zk.ErrNoNode):
-			if err := makeDirs(ctx, c.s, path.Dir(c.path)); err != nil {
+			if err := c.s.MakeDirs(ctx, path.Dir(c.path)); err != nil {
 				return false, err
 			}
 			continue

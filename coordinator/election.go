@@ -67,7 +67,7 @@ func (e *Election) Campaign(ctx context.Context) (*Hold, error) {
 		case err == nil:
 			return newHold(e.s, e.path, conn.SessionID()), nil
 		case errors.Is(err, zk.ErrNoNode):
-			err = makeDirs(ctx, e.s, parentPath(e.path))
+			err = e.s.MakeDirs(ctx, parentPath(e.path))
 		case errors.Is(err, zk.ErrNodeExists):
 			var h *Hold
 			if h, err = e.adoptOrWait(ctx); h != nil {
@@ -77,7 +77,7 @@ func (e *Election) Campaign(ctx context.Context) (*Hold, error) {
 			unsure = owner
 		}
 		if err != nil {
-			if err := waitToRetry(ctx, e.s, err); err != nil {
+			if err := e.s.WaitToRetry(ctx, err); err != nil {
 				return fail(err)
 			}
 		}
@@ -116,7 +116,7 @@ func (e *Election) adoptOrWait(ctx context.Context) (*Hold, error) {
 // applied after all; in the background if the connection is down.
 func (e *Election) abandon(owner int64) {
 	del := func() error { return deleteOwned(e.s.conn, e.path, owner) }
-	if err := del(); isConnLoss(err) {
+	if err := del(); IsConnLoss(err) {
 		deleteInBackground(e.s, e.path, del)
 	}
 }

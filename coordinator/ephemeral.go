@@ -135,7 +135,7 @@ func (e *Ephemeral) keep() {
 		exists, stat, watch, err := e.s.conn.ExistsW(e.path)
 		switch {
 		case err != nil:
-			if err = waitToRetry(e.ctx, e.s, err); err != nil && !e.troubled("cannot watch kept ephemeral node", err) {
+			if err = e.s.WaitToRetry(e.ctx, err); err != nil && !e.troubled("cannot watch kept ephemeral node", err) {
 				return
 			}
 			continue
@@ -144,7 +144,7 @@ func (e *Ephemeral) keep() {
 			switch {
 			case err == nil:
 				e.s.logger.Info("re-created kept ephemeral node", "path", e.path)
-			case isConnLoss(err):
+			case IsConnLoss(err):
 				// the next ExistsW waits for the connection
 			case !e.troubled("cannot re-create kept ephemeral node", err):
 				return

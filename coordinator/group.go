@@ -106,7 +106,7 @@ func (m *Member) Leave(ctx context.Context) error {
 				return nil
 			}
 		}
-		if err := waitToRetry(ctx, m.s, err); err != nil {
+		if err := m.s.WaitToRetry(ctx, err); err != nil {
 			if errors.Is(err, ErrClosed) {
 				return nil // the node went with the session
 			}
@@ -125,10 +125,10 @@ func (m *Member) join(ctx context.Context) (string, error) {
 		case err == nil:
 			return baseName(created), nil
 		case errors.Is(err, zk.ErrNoNode):
-			err = makeDirs(ctx, m.s, m.dir)
+			err = m.s.MakeDirs(ctx, m.dir)
 		case errors.Is(err, zk.ErrConnectionClosed):
 			// The node may have been created before the connection went.
-			if err := waitToRetry(ctx, m.s, err); err != nil {
+			if err := m.s.WaitToRetry(ctx, err); err != nil {
 				return "", fmt.Errorf("coordinator: join %s: %w", m.dir, err)
 			}
 			var name string
@@ -140,7 +140,7 @@ func (m *Member) join(ctx context.Context) (string, error) {
 		if err == nil {
 			continue
 		}
-		if err := waitToRetry(ctx, m.s, err); err != nil {
+		if err := m.s.WaitToRetry(ctx, err); err != nil {
 			return "", fmt.Errorf("coordinator: join %s: %w", m.dir, err)
 		}
 	}
@@ -194,7 +194,7 @@ func (m *Member) keep() {
 		case errors.Is(err, zk.ErrClosing):
 			return
 		case err != nil:
-			if !isConnLoss(err) {
+			if !IsConnLoss(err) {
 				m.s.Logger().Warn("cannot watch group member", "dir", m.dir, "member", m.Name(), "err", err)
 			}
 			retry = true
@@ -260,7 +260,7 @@ func Members(ctx context.Context, s *Session, dir string) ([]MemberInfo, error) 
 		if err == nil {
 			return members, nil
 		}
-		if err := waitToRetry(ctx, s, err); err != nil {
+		if err := s.WaitToRetry(ctx, err); err != nil {
 			return nil, fmt.Errorf("coordinator: members of %s: %w", dir, err)
 		}
 	}

@@ -73,6 +73,10 @@ func newHold(s *Session, path string, owner int64) *Hold {
 // Path returns the path of the node behind the hold.
 func (h *Hold) Path() string { return h.path }
 
+// Session returns the id of the session that owns the node: while the hold lasts, the
+// node's ephemeral owner, and the Session's current session.
+func (h *Hold) Session() int64 { return h.owner }
+
 // Lost is closed when the hold may be lost (see Hold).
 func (h *Hold) Lost() <-chan struct{} { return h.lost }
 
@@ -110,7 +114,7 @@ func (h *Hold) release(ctx context.Context) error {
 	switch {
 	case err == nil, errors.Is(err, zk.ErrClosing):
 		return nil
-	case isConnLoss(err):
+	case IsConnLoss(err):
 		deleteInBackground(h.s, h.path, h.deleteNode)
 		return nil
 	case wasLost:
@@ -276,7 +280,7 @@ func deleteInBackground(s *Session, path string, del func() error) {
 				if err == nil || errors.Is(err, zk.ErrClosing) {
 					return
 				}
-				if !isConnLoss(err) {
+				if !IsConnLoss(err) {
 					s.logger.Warn("cannot delete node", "path", path, "err", err)
 					return
 				}

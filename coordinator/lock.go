@@ -169,7 +169,7 @@ func (c *seqContender) acquire(ctx context.Context, wait bool) (*Hold, error) {
 			name, err := c.enqueue(ctx, guid, unsure)
 			if err != nil {
 				unsure = unsure || errors.Is(err, zk.ErrConnectionClosed)
-				if err := waitToRetry(ctx, c.s, err); err != nil {
+				if err := c.s.WaitToRetry(ctx, err); err != nil {
 					return fail(err)
 				}
 				continue
@@ -181,7 +181,7 @@ func (c *seqContender) acquire(ctx context.Context, wait bool) (*Hold, error) {
 		}
 		children, _, err := c.s.conn.Children(c.dir)
 		if err != nil {
-			if err := waitToRetry(ctx, c.s, err); err != nil {
+			if err := c.s.WaitToRetry(ctx, err); err != nil {
 				return fail(err)
 			}
 			continue
@@ -204,7 +204,7 @@ func (c *seqContender) acquire(ctx context.Context, wait bool) (*Hold, error) {
 			return nil, nil
 		}
 		if err := c.waitGone(ctx, block.name); err != nil {
-			if err := waitToRetry(ctx, c.s, err); err != nil {
+			if err := c.s.WaitToRetry(ctx, err); err != nil {
 				return fail(err)
 			}
 		}
@@ -242,7 +242,7 @@ func (c *seqContender) enqueue(ctx context.Context, guid string, unsure bool) (s
 	for {
 		path, err := c.s.conn.Create(prefix, c.data, zk.FlagEphemeral|zk.FlagSequence, c.s.acl)
 		if errors.Is(err, zk.ErrNoNode) {
-			if err := makeDirs(ctx, c.s, c.dir); err != nil {
+			if err := c.s.MakeDirs(ctx, c.dir); err != nil {
 				return "", err
 			}
 			continue
@@ -295,7 +295,7 @@ func (c *seqContender) abandon(guid, mine string, unsure bool) {
 	err := del()
 	switch {
 	case err == nil, errors.Is(err, zk.ErrClosing):
-	case isConnLoss(err):
+	case IsConnLoss(err):
 		deleteInBackground(c.s, c.dir, del)
 	default:
 		c.s.logger.Warn("cannot delete queued node", "dir", c.dir, "node", mine, "err", err)

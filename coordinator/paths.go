@@ -9,9 +9,9 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// makeDirs creates dir and its missing ancestors as persistent nodes, riding out
-// disconnections. The root is always there.
-func makeDirs(ctx context.Context, s *Session, dir string) error {
+// MakeDirs creates dir and its missing ancestors as persistent nodes (with the
+// Session's ACL), riding out disconnections. The root is always there.
+func (s *Session) MakeDirs(ctx context.Context, dir string) error {
 	if ok, _, err := s.conn.Exists(dir); err == nil && ok {
 		return nil
 	}
@@ -24,7 +24,7 @@ func makeDirs(ctx context.Context, s *Session, dir string) error {
 			if err == nil || errors.Is(err, zk.ErrNodeExists) {
 				break
 			}
-			if err := waitToRetry(ctx, s, err); err != nil {
+			if err := s.WaitToRetry(ctx, err); err != nil {
 				return fmt.Errorf("create %s: %w", dir[:i], err)
 			}
 		}

@@ -79,14 +79,14 @@ func (q *Queue) Put(ctx context.Context, data []byte) (string, error) {
 		case err == nil:
 			return p, nil
 		case errors.Is(err, zk.ErrNoNode):
-			err = makeDirs(ctx, q.s, q.dir)
+			err = q.s.MakeDirs(ctx, q.dir)
 			if err == nil {
 				continue
 			}
-		case isConnLoss(err) && !writeNotSent(err):
+		case IsConnLoss(err) && !WriteNotSent(err):
 			return "", fmt.Errorf("coordinator: put in queue %s: %w: %w", q.dir, ErrOutcomeUnknown, err)
 		}
-		if err := waitToRetry(ctx, q.s, err); err != nil {
+		if err := q.s.WaitToRetry(ctx, err); err != nil {
 			return "", fmt.Errorf("coordinator: put in queue %s: %w", q.dir, err)
 		}
 	}
@@ -118,7 +118,7 @@ func (q *Queue) Take(ctx context.Context) ([]byte, error) {
 		select {
 		case ev := <-watch:
 			if ev.Type == zk.EventNotWatching {
-				if err := waitToRetry(ctx, q.s, ev.Err); err != nil {
+				if err := q.s.WaitToRetry(ctx, ev.Err); err != nil {
 					return nil, fmt.Errorf("coordinator: take from queue %s: %w", q.dir, err)
 				}
 			}
@@ -147,7 +147,7 @@ func (q *Queue) TryTake(ctx context.Context) (data []byte, ok bool, err error) {
 				return data, ok, fmt.Errorf("coordinator: take from queue %s: %w", q.dir, err)
 			}
 		}
-		if err := waitToRetry(ctx, q.s, err); err != nil {
+		if err := q.s.WaitToRetry(ctx, err); err != nil {
 			return nil, false, fmt.Errorf("coordinator: take from queue %s: %w", q.dir, err)
 		}
 	}
@@ -174,7 +174,7 @@ func (q *Queue) takeFirst(items []string) (data []byte, ok bool, err error) {
 			case errors.Is(err, zk.ErrNoNode):
 			case errors.Is(err, zk.ErrBadVersion):
 				continue // its data changed since we read it: read it again
-			case isConnLoss(err) && !writeNotSent(err):
+			case IsConnLoss(err) && !WriteNotSent(err):
 				return data, true, fmt.Errorf("delete %s: %w: %w", p, ErrOutcomeUnknown, err)
 			default:
 				return nil, false, fmt.Errorf("delete %s: %w", p, err)
@@ -195,7 +195,7 @@ func (q *Queue) Len(ctx context.Context) (int, error) {
 		if err == nil {
 			return len(items), nil
 		}
-		if err := waitToRetry(ctx, q.s, err); err != nil {
+		if err := q.s.WaitToRetry(ctx, err); err != nil {
 			return 0, fmt.Errorf("coordinator: length of queue %s: %w", q.dir, err)
 		}
 	}
@@ -226,12 +226,12 @@ func (q *Queue) watchItems(ctx context.Context) ([]string, <-chan zk.Event, erro
 			return sortQueueItems(children), watch, nil
 		}
 		if errors.Is(err, zk.ErrNoNode) {
-			err = makeDirs(ctx, q.s, q.dir)
+			err = q.s.MakeDirs(ctx, q.dir)
 			if err == nil {
 				continue
 			}
 		}
-		if err := waitToRetry(ctx, q.s, err); err != nil {
+		if err := q.s.WaitToRetry(ctx, err); err != nil {
 			return nil, nil, fmt.Errorf("coordinator: take from queue %s: %w", q.dir, err)
 		}
 	}

@@ -60,7 +60,7 @@ func (r *Registry) Register(ctx context.Context, service, addr string, meta []by
 	if err := checkNodeName(addr); err != nil {
 		return nil, fmt.Errorf("coordinator: register %s: address: %w", dir, err)
 	}
-	if err := r.retry(ctx, "register in "+dir, func() error { return makeDirs(ctx, r.s, dir) }); err != nil {
+	if err := r.retry(ctx, "register in "+dir, func() error { return r.s.MakeDirs(ctx, dir) }); err != nil {
 		return nil, err
 	}
 	for {
@@ -70,12 +70,12 @@ func (r *Registry) Register(ctx context.Context, service, addr string, meta []by
 		}
 		if errors.Is(err, zk.ErrNoNode) {
 			// The directory went meanwhile: create it again.
-			err = makeDirs(ctx, r.s, dir)
+			err = r.s.MakeDirs(ctx, dir)
 			if err == nil {
 				continue
 			}
 		}
-		if err := waitToRetry(ctx, r.s, err); err != nil {
+		if err := r.s.WaitToRetry(ctx, err); err != nil {
 			return nil, fmt.Errorf("coordinator: register %s: %w", childPath(dir, addr), err)
 		}
 	}
@@ -173,7 +173,7 @@ func (r *Registry) retry(ctx context.Context, what string, step func() error) er
 		if err == nil {
 			return nil
 		}
-		if err := waitToRetry(ctx, r.s, err); err != nil {
+		if err := r.s.WaitToRetry(ctx, err); err != nil {
 			return fmt.Errorf("coordinator: %s: %w", what, err)
 		}
 	}
