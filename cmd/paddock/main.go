@@ -38,7 +38,8 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true, // main prints the error once
 	}
 	root.PersistentFlags().String("log-level", "info", "log level: debug, info, warn or error")
-	root.AddCommand(newServerCmd(), newStoreCmd(), newBenchCmd(), newZKCmd(), newVersionCmd())
+	root.AddCommand(newServerCmd(), newStoreCmd(), newBenchCmd(), newZKCmd(), newVersionCmd(),
+		newMasterCmd(), newTaskCmd())
 	return root
 }
 

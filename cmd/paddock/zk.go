@@ -38,6 +38,15 @@ type zkCLI struct {
 	exit func(code int)
 	// dial, if set, opens the TCP connections (tests cut them); nil dials directly.
 	dial zk.Dialer
+	// name prefixes error messages; empty means "paddock zk" (paddock task shares this).
+	name string
+}
+
+func (z *zkCLI) commandName() string {
+	if z.name == "" {
+		return "paddock zk"
+	}
+	return z.name
 }
 
 // errExited is what a subcommand returns after calling an exit that returned (in tests).
@@ -149,7 +158,7 @@ func (z *zkCLI) finish(cmd *cobra.Command, err error) error {
 		code, usage, err = ee.code, ee.usage, ee.err
 	}
 	if err != nil {
-		fmt.Fprintf(cmd.ErrOrStderr(), "paddock zk: %v\n", err)
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: %v\n", z.commandName(), err)
 		if usage {
 			fmt.Fprint(cmd.ErrOrStderr(), cmd.UsageString())
 		}

@@ -1,0 +1,34 @@
+package configs
+
+import (
+	"fmt"
+
+	"github.com/paddock/paddock/master"
+)
+
+// The services' sections. Their ZooKeeper servers are the key zk (flag --zk).
+var masterSection = newSection("master", master.Config{}, map[string]string{"Servers": "zk"})
+
+// LoadMaster returns a master's configuration: master.DefaultConfig(), then opts.File's
+// master section, PADDOCK_MASTER_* variables and opts.Flags; validated.
+func LoadMaster(opts Options) (master.Config, error) {
+	return loadSection(opts, masterSection, master.DefaultConfig(), master.Config.Validate)
+}
+
+// loadSection loads section s over the defaults def and validates the result; errors
+// name the section's key, the value and where it came from.
+func loadSection[C any](opts Options, s *section, def C, validate func(C) error) (C, error) {
+	var zero C
+	l, err := newLoader(opts)
+	if err != nil {
+		return zero, fmt.Errorf("configs: %w", err)
+	}
+	cfg := def
+	if err := l.load(s, &cfg); err != nil {
+		return zero, fmt.Errorf("configs: %w", err)
+	}
+	if err := validate(cfg); err != nil {
+		return zero, fmt.Errorf("configs: %w", l.explain(s, err, nil))
+	}
+	return cfg, nil
+}

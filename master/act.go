@@ -1,0 +1,240 @@
+package master
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/paddock/paddock/task"
+)
+
+// errFenced says a change failed its epoch check: another master has bumped /assign.
+var errFenced = errors.New("master: epoch check failed")
+
+// maxOpsPerMulti bounds the ops of one multi (a multi is one request: under 1 MiB).
+const maxOpsPerMulti = 200
+
+// act does what the state calls for, in order: take back assignments of lost workers,
+// end the tasks that must end without a run, assign pending tasks.
+func (l *leader) act(ctx context.Context) error {
+	if err := l.reclaim(); err != nil {
+		return err
+	}
+	if err := l.endWithoutRun(); err != nil {
+		return err
+	}
+	return l.dispatch()
+}
+
+// reclaim takes back the assignments given to a worker that is gone, or to an earlier
+// session of it: each becomes a lost run on record and the task pending again.
+func (l *leader) reclaim() error {
+	now := time.Now().UTC()
+	for w, slots := range l.assign {
+		live := l.workers[w]
+		for id, s := range slots {
+			if live != nil && live.session == s.session {
+				continue
+			}
+			ops := []any{&zk.DeleteRequest{Path: l.l.Assignment(w, id), Version: -1}}
+			if _, ok := l.tasks[id]; ok {
+				rec, _ := json.Marshal(task.Attempt{N: s.attempt, Worker: w, Lost: true, Error: "worker lost", Finished: now})
+				ops = append(ops, l.create(l.l.Lost(id, s.attempt), rec))
+			}
+			if err := l.multi(ops...); err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrNodeExists) {
+				return err
+			}
+			l.logger.Info("took back the task of a lost worker", "task", id, "worker", w, "attempt", s.attempt)
+			delete(slots, id)
+			if t := l.tasks[id]; t != nil {
+				t.worker = ""
+				t.kids.Lost = append(t.kids.Lost, s.attempt)
+			}
+		}
+	}
+	return nil
+}
+
+// endWithoutRun ends, with a status the master writes, the tasks not running that are
+// cancelled, invalid, or have lost too many runs.
+func (l *leader) endWithoutRun() error {
+	now := time.Now().UTC()
+	for id, t := range l.tasks {
+		if t.worker != "" {
+			continue // its worker ends it
+		}
+		st := task.Status{Attempts: t.kids.Runs(), Finished: now}
+		switch {
+		case t.kids.Cancel:
+			st.State, st.Error = task.Cancelled, "cancelled before it ran"
+		case t.invalid != nil:
+			st.State, st.Error, st.ExitCode = task.Failed, "invalid spec: "+t.invalid.Error(), -1
+		case len(t.kids.Lost) >= maxLostRuns:
+			st.State, st.ExitCode = task.Failed, -1
+			st.Error = fmt.Sprintf("lost its worker %d times", len(t.kids.Lost))
+		default:
+			continue
+		}
+		data, _ := json.Marshal(st)
+		err := l.multi(l.create(l.l.Status(id), data))
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		l.logger.Info("task ended without a run", "task", id, "state", st.State, "reason", st.Error)
+		l.ended[id] = st.State
+		delete(l.tasks, id)
+	}
+	return nil
+}
+
+// placement is a pending task given a worker.
+type placement struct {
+	t      *taskState
+	worker string
+}
+
+// dispatch assigns the pending tasks that may run, the highest priority and then
+// the oldest first, each to the live worker with the most free slots.
+func (l *leader) dispatch() error {
+	now := time.Now()
+	var pending []*taskState
+	for _, t := range l.tasks {
+		if t.worker == "" && !now.Before(t.eligible) {
+			pending = append(pending, t)
+		}
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	slices.SortFunc(pending, func(a, b *taskState) int {
+		if a.spec.Priority != b.spec.Priority {
+			return b.spec.Priority - a.spec.Priority
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	free := l.freeSlots()
+	var batch []placement
+	for _, t := range pending {
+		w := mostFree(free)
+		if w == "" {
+			break
+		}
+		free[w]--
+		batch = append(batch, placement{t, w})
+		if len(batch) == maxOpsPerMulti-1 {
+			if err := l.assignBatch(batch); err != nil {
+				return err
+			}
+			batch = batch[:0]
+		}
+	}
+	return l.assignBatch(batch)
+}
+
+// freeSlots maps each live worker to its free slots.
+func (l *leader) freeSlots() map[string]int {
+	free := make(map[string]int, len(l.workers))
+	for id, w := range l.workers {
+		if _, ready := l.assign[id]; ready {
+			free[id] = w.info.Capacity - len(l.assign[id])
+		}
+	}
+	return free
+}
+
+func mostFree(free map[string]int) string {
+	best := ""
+	for w, n := range free {
+		if n > 0 && (best == "" || n > free[best] || n == free[best] && w < best) {
+			best = w
+		}
+	}
+	return best
+}
+
+// assignBatch creates the assignments in one multi. If one of them fails, the state
+// is read again before the next try.
+func (l *leader) assignBatch(batch []placement) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	now := time.Now().UTC()
+	ops := make([]any, 0, len(batch))
+	for _, p := range batch {
+		a := task.Assignment{
+			Attempt: p.t.kids.Runs() + 1, Failures: len(p.t.kids.Failures),
+			MasterEpoch: int64(l.epoch), Session: l.workers[p.worker].session, Assigned: now,
+		}
+		data, _ := json.Marshal(a)
+		ops = append(ops, l.create(l.l.Assignment(p.worker, p.t.id), data))
+	}
+	if err := l.multi(ops...); err != nil {
+		if errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode) {
+			l.logger.Warn("assignments refused: reading the state again", "err", err)
+			l.markAll()
+			return nil
+		}
+		return err
+	}
+	for _, p := range batch {
+		p.t.worker = p.worker
+		l.assign[p.worker][p.t.id] = &slot{session: l.workers[p.worker].session, attempt: p.t.kids.Runs() + 1}
+		since := p.t.spec.Submitted
+		if p.t.eligible.After(since) {
+			since = p.t.eligible
+		}
+		l.m.metrics.assignLatency.Observe(now.Sub(since).Seconds())
+		l.logger.Debug("assigned", "task", p.t.id, "worker", p.worker)
+	}
+	return nil
+}
+
+func (l *leader) create(path string, data []byte) *zk.CreateRequest {
+	return &zk.CreateRequest{Path: path, Data: data, Acl: l.s.ACL()}
+}
+
+// multi runs ops after a check of this term's epoch, all or nothing. It returns
+// errFenced if the check failed, else the error of the op that failed.
+func (l *leader) multi(ops ...any) error {
+	all := append([]any{&zk.CheckVersionRequest{Path: l.l.Assign(), Version: l.epoch}}, ops...)
+	res, err := l.conn.Multi(all...)
+	for i, r := range res {
+		if r.Error == nil {
+			continue
+		}
+		if i == 0 && errors.Is(r.Error, zk.ErrBadVersion) {
+			return errFenced
+		}
+		return fmt.Errorf("%s: %w", opPath(all[i]), r.Error)
+	}
+	return err
+}
+
+func opPath(op any) string {
+	switch op := op.(type) {
+	case *zk.CreateRequest:
+		return op.Path
+	case *zk.DeleteRequest:
+		return op.Path
+	case *zk.CheckVersionRequest:
+		return op.Path
+	}
+	return "?"
+}
+
+// nextRetry returns when the earliest retry delay ends (a long way off if none).
+func (l *leader) nextRetry() time.Time {
+	next := time.Now().Add(time.Hour)
+	for _, t := range l.tasks {
+		if t.worker == "" && t.eligible.Before(next) && t.eligible.After(time.Now()) {
+			next = t.eligible
+		}
+	}
+	return next
+}

@@ -1,0 +1,78 @@
+package master
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/paddock/paddock/task"
+)
+
+// Config configures a master. Fields are keys of the master section of the
+// configuration (configs), in snake_case.
+type Config struct {
+	// Servers are the coordination servers' client addresses, host:port (key zk, flag
+	// --zk).
+	Servers []string
+	// SessionTimeout is the ZooKeeper session timeout asked for: a backup takes over
+	// within about this long after the active master dies.
+	SessionTimeout time.Duration
+	// Root is the path the cluster's nodes live under (see package task).
+	Root string
+	// ID names this master in /master; empty means host-pid.
+	ID string
+	// Addr is the address advertised in /master (informational), by default MetricsAddr.
+	Addr string
+	// MetricsAddr is where /metrics is served; empty for none.
+	MetricsAddr string
+	// Resync is how often the active master re-reads the whole state, a safety net
+	// beside the watches.
+	Resync time.Duration
+}
+
+// DefaultConfig returns the defaults: a server on 127.0.0.1:2181, a 10 s session.
+func DefaultConfig() Config {
+	return Config{
+		Servers:        []string{"127.0.0.1:2181"},
+		SessionTimeout: 10 * time.Second,
+		Root:           "/",
+		Resync:         30 * time.Second,
+	}
+}
+
+// Validate reports every problem of c, each as "key = value: what is allowed", with
+// the keys of the configuration's master section.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key string, value any, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s = %v: %s", key, value, fmt.Sprintf(format, args...)))
+	}
+	if len(c.Servers) == 0 {
+		bad("zk", `""`, "want the coordination servers, host:port[,host:port…]")
+	}
+	for _, s := range c.Servers {
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			bad("zk", s, "want host:port")
+		}
+	}
+	if c.SessionTimeout < 100*time.Millisecond {
+		bad("session_timeout", c.SessionTimeout, "want at least 100ms")
+	}
+	if _, err := task.NewLayout(c.Root); err != nil {
+		bad("root", c.Root, "want an absolute path such as / or /paddock")
+	}
+	if c.Resync <= 0 {
+		bad("resync", c.Resync, "want a positive duration")
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) id() string {
+	if c.ID != "" {
+		return c.ID
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
+}

@@ -1,0 +1,18 @@
+// Package master is the master of paddock's task-scheduling cluster: masters stand for
+// election on /master, and the one elected assigns the pending tasks to live workers
+// (the layout, the task states and the fencing rule are in package task).
+//
+// The active master keeps the cluster's state in memory, read at takeover and kept
+// current by watches on /workers, /tasks, each /assign/<worker> and each task's
+// children, with a full re-read every Resync as a safety net. On each change it, in
+// order: takes back the assignments of workers that are gone (or given to an earlier
+// session of a worker), which become lost runs and their tasks pending again; ends
+// without a run the pending tasks that are cancelled, invalid, or lost their worker
+// too many times; and assigns pending tasks — highest priority, then oldest, first;
+// a task that failed not before its retry delay — each to the live worker with the
+// most free slots, in multis that check the master's epoch.
+//
+// A master that may have lost /master (its session suspended or expired, its node
+// gone) stops at once; it campaigns again and, if elected, starts a new epoch and
+// reads everything again before acting.
+package master

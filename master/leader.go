@@ -1,0 +1,500 @@
+package master
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/paddock/paddock/coordinator"
+	"github.com/paddock/paddock/task"
+)
+
+// maxLostRuns is how many runs a task may lose with their workers before the master
+// fails it: lost runs do not count against its retries, but a task that takes its
+// worker down each time must not go round for ever.
+const maxLostRuns = 5
+
+// errDeposed says this master no longer owns /master.
+var errDeposed = errors.New("master: /master is no longer ours")
+
+// leader is one term of the active master: the cluster's state as last read, kept
+// current by watches, and the loop that acts on it. Only run's goroutine touches the
+// state; watch goroutines only mark what changed.
+type leader struct {
+	m      *Master
+	s      *coordinator.Session
+	conn   *zk.Conn
+	l      task.Layout
+	hold   *coordinator.Hold
+	logger *slog.Logger
+	epoch  int32 // the data version of /assign this term set
+
+	workers map[string]*workerState     // live workers, by id
+	assign  map[string]map[string]*slot // assignment directory -> task -> its assignment
+	tasks   map[string]*taskState       // tasks not ended, by id
+	ended   map[string]task.State       // tasks known ended
+
+	// Which watches are armed: a list is read with a new watch only when its last one
+	// has fired, so that re-reading does not pile up watches.
+	workersArmed, tasksArmed bool
+	assignArmed              map[string]bool
+
+	mu    sync.Mutex    // guards dirty
+	dirty dirtySet      // what fired watches say changed
+	wake  chan struct{} // a watch fired (buffered 1)
+}
+
+type workerState struct {
+	info    task.WorkerInfo
+	session int64 // the ephemeral owner of /workers/<id>
+}
+
+// slot is an assignment.
+type slot struct {
+	session int64
+	attempt int
+}
+
+type taskState struct {
+	id       string
+	spec     task.Spec
+	kids     task.Children
+	worker   string    // the assignment's directory, "" if none
+	eligible time.Time // not before this (a retry's delay)
+	armed    bool      // a children watch is armed
+	lastRead int       // the attempt record whose finish time eligible is from
+	invalid  error     // what is wrong with the spec: the task is failed at once
+}
+
+// dirtySet says what must be read again.
+type dirtySet struct {
+	all     bool
+	workers bool
+	tasks   bool
+	assign  map[string]bool
+	task    map[string]bool
+}
+
+func newLeader(m *Master, s *coordinator.Session, h *coordinator.Hold) *leader {
+	return &leader{
+		m: m, s: s, conn: s.Conn(), l: m.layout, hold: h, logger: m.logger,
+		wake:    make(chan struct{}, 1),
+		workers: map[string]*workerState{}, assign: map[string]map[string]*slot{},
+		tasks: map[string]*taskState{}, ended: map[string]task.State{}, assignArmed: map[string]bool{},
+	}
+}
+
+func (l *leader) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the watch goroutines
+	if err := l.takeOffice(ctx); err != nil {
+		return err
+	}
+	l.logger.Info("active master", "epoch", l.epoch)
+	resync := time.NewTicker(l.m.cfg.Resync)
+	defer resync.Stop()
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	l.markAll()
+	for {
+		next, err := l.step(ctx)
+		if err != nil {
+			return err
+		}
+		retry.Reset(time.Until(next))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-l.hold.Lost():
+			return errDeposed
+		case <-l.wake:
+		case <-resync.C:
+			l.markAll()
+		case <-retry.C:
+		}
+	}
+}
+
+// takeOffice creates the cluster's directories and starts a new epoch.
+func (l *leader) takeOffice(ctx context.Context) error {
+	for _, dir := range []string{l.l.Tasks(), l.l.Workers(), l.l.Assign()} {
+		if err := l.s.MakeDirs(ctx, dir); err != nil {
+			return err
+		}
+	}
+	return l.newEpoch(ctx)
+}
+
+// newEpoch bumps /assign's version, then checks that /master is still ours: a master
+// deposed before its bump went out finds that out here, before it acts; the master
+// it may have fenced out by the bump bumps again when its next change fails.
+func (l *leader) newEpoch(ctx context.Context) error {
+	for {
+		st, err := l.conn.Set(l.l.Assign(), nil, -1)
+		if err == nil {
+			l.epoch = st.Version
+			if err = l.checkOwner(); err == nil {
+				info, _ := json.Marshal(task.MasterInfo{ID: l.m.id, Addr: l.m.cfg.Addr, Since: time.Now().UTC(), Epoch: int64(l.epoch)})
+				_, err = l.conn.Set(l.l.Master(), info, -1)
+			}
+		}
+		if err == nil || errors.Is(err, errDeposed) {
+			return err
+		}
+		if err := l.s.WaitToRetry(ctx, err); err != nil {
+			return err
+		}
+	}
+}
+
+func (l *leader) checkOwner() error {
+	ok, st, err := l.conn.Exists(l.l.Master())
+	if err != nil {
+		return err
+	}
+	if !ok || st.EphemeralOwner != l.hold.Session() || l.s.SessionID() != l.hold.Session() {
+		return errDeposed
+	}
+	return nil
+}
+
+// watch marks what a watch event says changed once it fires.
+func (l *leader) watch(ctx context.Context, ev <-chan zk.Event, mark func(*dirtySet)) {
+	go func() {
+		select {
+		case <-ev:
+		case <-ctx.Done():
+			return
+		}
+		l.mu.Lock()
+		mark(&l.dirty)
+		l.mu.Unlock()
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}()
+}
+
+func (l *leader) markAll() {
+	l.mu.Lock()
+	l.dirty.all = true
+	l.mu.Unlock()
+}
+
+// step reads what changed, then acts: takes back assignments of lost workers, ends
+// cancelled pending tasks, assigns. It returns when it next has something to do by
+// the clock (a retry delay ending).
+func (l *leader) step(ctx context.Context) (time.Time, error) {
+	l.mu.Lock()
+	d := l.dirty
+	l.dirty = dirtySet{}
+	l.mu.Unlock()
+	err := l.refresh(ctx, d)
+	if err == nil {
+		err = l.act(ctx)
+	}
+	switch {
+	case err == nil:
+		l.updateGauges()
+		return l.nextRetry(), nil
+	case errors.Is(err, errFenced):
+		if err := l.newEpoch(ctx); err != nil {
+			return time.Time{}, err
+		}
+		l.logger.Warn("epoch taken by another master, taken back", "epoch", l.epoch)
+	case coordinator.IsConnLoss(err):
+		if err := l.s.WaitToRetry(ctx, err); err != nil {
+			return time.Time{}, err
+		}
+	default:
+		return time.Time{}, err
+	}
+	l.markAll() // whatever happened, read everything again
+	return time.Now(), nil
+}
+
+func (l *leader) refresh(ctx context.Context, d dirtySet) error {
+	// A fired watch is no longer armed.
+	l.workersArmed = l.workersArmed && !d.workers
+	l.tasksArmed = l.tasksArmed && !d.tasks
+	for w := range d.assign {
+		l.assignArmed[w] = false
+	}
+	for id := range d.task {
+		if t := l.tasks[id]; t != nil {
+			t.armed = false
+		}
+	}
+	if d.all {
+		return l.reloadAll(ctx)
+	}
+	if d.workers {
+		if err := l.reloadWorkers(ctx); err != nil {
+			return err
+		}
+	}
+	for w := range d.assign {
+		if err := l.reloadAssignDir(ctx, w); err != nil {
+			return err
+		}
+	}
+	if d.tasks {
+		if err := l.reloadTaskList(ctx); err != nil {
+			return err
+		}
+	}
+	for id := range d.task {
+		if err := l.reloadTask(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// children lists dir, arming a watch that marks the change unless one is armed.
+func (l *leader) children(ctx context.Context, dir string, armed *bool, mark func(*dirtySet)) ([]string, error) {
+	if *armed {
+		ids, _, err := l.conn.Children(dir)
+		return ids, err
+	}
+	ids, _, ev, err := l.conn.ChildrenW(dir)
+	if err == nil {
+		*armed = true
+		l.watch(ctx, ev, mark)
+	}
+	return ids, err
+}
+
+// reloadAll reads the whole state again.
+func (l *leader) reloadAll(ctx context.Context) error {
+	if err := l.reloadWorkers(ctx); err != nil {
+		return err
+	}
+	dirs, _, err := l.conn.Children(l.l.Assign())
+	if err != nil {
+		return err
+	}
+	for _, w := range dirs {
+		if err := l.reloadAssignDir(ctx, w); err != nil {
+			return err
+		}
+	}
+	if err := l.reloadTaskList(ctx); err != nil {
+		return err
+	}
+	for id := range l.tasks {
+		if err := l.reloadTask(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *leader) reloadWorkers(ctx context.Context) error {
+	ids, err := l.children(ctx, l.l.Workers(), &l.workersArmed, func(d *dirtySet) { d.workers = true })
+	if err != nil {
+		return err
+	}
+	live := make(map[string]*workerState, len(ids))
+	for _, id := range ids {
+		data, st, err := l.conn.Get(l.l.Worker(id))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		w := &workerState{session: st.EphemeralOwner}
+		if err := json.Unmarshal(data, &w.info); err != nil || w.info.Capacity < 1 {
+			l.logger.Warn("worker registration unreadable: not assigning to it", "worker", id, "err", err)
+			continue
+		}
+		if old := l.workers[id]; old == nil || old.session != w.session {
+			if err := l.reloadAssignDir(ctx, id); err != nil {
+				return err
+			}
+		}
+		live[id] = w
+	}
+	l.workers = live
+	return nil
+}
+
+// reloadAssignDir reads a worker's assignments. Those that went away ended a run:
+// their tasks are read again.
+func (l *leader) reloadAssignDir(ctx context.Context, w string) error {
+	armed := l.assignArmed[w]
+	ids, err := l.children(ctx, l.l.AssignDir(w), &armed, func(d *dirtySet) { d.markAssign(w) })
+	l.assignArmed[w] = armed
+	if errors.Is(err, zk.ErrNoNode) {
+		ids = nil // the worker has not made it yet
+	} else if err != nil {
+		return err
+	}
+	old := l.assign[w]
+	cur := make(map[string]*slot, len(ids))
+	for _, id := range ids {
+		if s := old[id]; s != nil {
+			cur[id] = s
+			continue
+		}
+		var a task.Assignment
+		data, _, err := l.conn.Get(l.l.Assignment(w, id))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(data, &a); err != nil {
+			l.logger.Warn("assignment unreadable: taking it back", "worker", w, "task", id, "err", err)
+		}
+		cur[id] = &slot{session: a.Session, attempt: a.Attempt}
+		if t := l.tasks[id]; t != nil {
+			t.worker = w
+		}
+	}
+	for id := range old {
+		if cur[id] == nil {
+			if t := l.tasks[id]; t != nil && t.worker == w {
+				t.worker = ""
+			}
+			if err := l.reloadTask(ctx, id); err != nil {
+				return err
+			}
+		}
+	}
+	l.assign[w] = cur
+	return nil
+}
+
+func (d *dirtySet) markAssign(w string) {
+	if d.assign == nil {
+		d.assign = map[string]bool{}
+	}
+	d.assign[w] = true
+}
+
+func (d *dirtySet) markTask(id string) {
+	if d.task == nil {
+		d.task = map[string]bool{}
+	}
+	d.task[id] = true
+}
+
+func (l *leader) reloadTaskList(ctx context.Context) error {
+	ids, err := l.children(ctx, l.l.Tasks(), &l.tasksArmed, func(d *dirtySet) { d.tasks = true })
+	if err != nil {
+		return err
+	}
+	present := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		present[id] = true
+		if _, known := l.tasks[id]; known || task.CheckID(id) != nil {
+			continue
+		}
+		if _, ended := l.ended[id]; ended {
+			continue
+		}
+		if err := l.reloadTask(ctx, id); err != nil {
+			return err
+		}
+	}
+	for id := range l.tasks {
+		if !present[id] {
+			delete(l.tasks, id) // deleted by someone
+		}
+	}
+	return nil
+}
+
+// reloadTask reads a task's spec (once) and children.
+func (l *leader) reloadTask(ctx context.Context, id string) error {
+	if _, ended := l.ended[id]; ended {
+		return nil
+	}
+	t := l.tasks[id]
+	if t == nil {
+		data, _, err := l.conn.Get(l.l.Task(id))
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		t = &taskState{id: id, worker: l.assignedTo(id)}
+		l.tasks[id] = t
+		if err := json.Unmarshal(data, &t.spec); err != nil {
+			t.invalid = err
+		} else if err := t.spec.Validate(); err != nil {
+			t.invalid = err
+		}
+	}
+	// The watch fires at the latest when the status is created: none is left behind.
+	names, err := l.children(ctx, l.l.Task(id), &t.armed, func(d *dirtySet) { d.markTask(id) })
+	if errors.Is(err, zk.ErrNoNode) {
+		delete(l.tasks, id)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	t.kids = task.ParseChildren(names)
+	if t.kids.Status {
+		return l.endedTask(id)
+	}
+	return l.readRetryDelay(t)
+}
+
+func (l *leader) assignedTo(id string) string {
+	for w, slots := range l.assign {
+		if slots[id] != nil {
+			return w
+		}
+	}
+	return ""
+}
+
+// endedTask records an ended task's state (for the metrics) and forgets the task.
+func (l *leader) endedTask(id string) error {
+	var st task.Status
+	data, _, err := l.conn.Get(l.l.Status(id))
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	if err == nil && json.Unmarshal(data, &st) != nil {
+		st.State = task.Failed
+	}
+	l.ended[id] = st.State
+	delete(l.tasks, id)
+	return nil
+}
+
+// readRetryDelay sets when a task that failed may run again: its retry delay after
+// the end of its last failed run.
+func (l *leader) readRetryDelay(t *taskState) error {
+	if len(t.kids.Failures) == 0 {
+		return nil
+	}
+	last := slices.Max(t.kids.Failures)
+	if last == t.lastRead {
+		return nil
+	}
+	var a task.Attempt
+	data, _, err := l.conn.Get(l.l.Attempt(t.id, last))
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	if err == nil && json.Unmarshal(data, &a) == nil {
+		t.eligible = a.Finished.Add(time.Duration(t.spec.RetryDelay))
+	}
+	t.lastRead = last
+	return nil
+}

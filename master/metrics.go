@@ -1,0 +1,58 @@
+package master
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/paddock/paddock/task"
+)
+
+// metrics are the master's figures on /metrics. The task counts are those the active
+// master sees; a backup reports zeros and leader 0.
+type metrics struct {
+	reg           *prometheus.Registry
+	leader        prometheus.Gauge
+	workers       prometheus.Gauge
+	tasks         *prometheus.GaugeVec
+	assignLatency prometheus.Histogram
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "paddock_master_leader", Help: "1 while this master is the active one.",
+		}),
+		workers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "paddock_master_workers", Help: "Live workers.",
+		}),
+		tasks: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "paddock_master_tasks",
+			Help: "Tasks by state: pending, running (assigned to a worker, started or not), done, failed, cancelled.",
+		}, []string{"state"}),
+		assignLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "paddock_master_assignment_latency_seconds",
+			Help:    "From a task's submission (or the end of its retry delay) to its assignment.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 18),
+		}),
+	}
+	m.reg.MustRegister(m.leader, m.workers, m.tasks, m.assignLatency)
+	return m
+}
+
+func (l *leader) updateGauges() {
+	counts := map[task.State]int{}
+	for _, t := range l.tasks {
+		if t.worker != "" {
+			counts[task.Running]++
+		} else {
+			counts[task.Pending]++
+		}
+	}
+	for _, st := range l.ended {
+		counts[st]++
+	}
+	for _, st := range []task.State{task.Pending, task.Running, task.Done, task.Failed, task.Cancelled} {
+		l.m.metrics.tasks.WithLabelValues(string(st)).Set(float64(counts[st]))
+	}
+	l.m.metrics.workers.Set(float64(len(l.workers)))
+}

@@ -1,0 +1,389 @@
+package task
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/paddock/paddock/coordinator"
+)
+
+var (
+	// ErrNotFound says there is no task of that id.
+	ErrNotFound = errors.New("task: no such task")
+	// ErrEnded says the task has already ended (a cancel came too late).
+	ErrEnded = errors.New("task: already ended")
+)
+
+// Task is a task as a client sees it: its spec and where it stands.
+type Task struct {
+	ID    string `json:"id"`
+	State State  `json:"state"`
+	Spec  Spec   `json:"spec"`
+	// Worker runs it (assigned, running) or ended it.
+	Worker     string      `json:"worker,omitempty"`
+	Assignment *Assignment `json:"assignment,omitempty"`
+	Status     *Status     `json:"status,omitempty"`
+	// CancelRequested: a cancel was asked for and the task has not ended yet.
+	CancelRequested bool `json:"cancel_requested,omitempty"`
+	// History holds the runs that did not end it, in order.
+	History []Attempt `json:"history,omitempty"`
+}
+
+// Client submits and follows tasks through a Session. It is safe for concurrent use.
+type Client struct {
+	s *coordinator.Session
+	l Layout
+}
+
+// NewClient returns a client of the cluster laid out as l on s.
+func NewClient(s *coordinator.Session, l Layout) *Client { return &Client{s: s, l: l} }
+
+// Submit checks spec and, if it is valid, creates the task and returns its id. An
+// invalid spec creates nothing. Submitted and Token are filled in when empty. A
+// submit whose reply is lost to a disconnection finds out whether its create was
+// applied (by its token) and does not create the task twice.
+func (c *Client) Submit(ctx context.Context, spec Spec) (string, error) {
+	if err := spec.Validate(); err != nil {
+		return "", err
+	}
+	if spec.Submitted.IsZero() {
+		spec.Submitted = time.Now().UTC()
+	}
+	if spec.Token == "" {
+		spec.Token = newToken()
+	}
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return "", fmt.Errorf("task: submit: %w", err)
+	}
+	conn := c.s.Conn()
+	if err := c.s.MakeDirs(ctx, c.l.Tasks()); err != nil {
+		return "", fmt.Errorf("task: submit: %w", err)
+	}
+	for {
+		// A sequential node's number is its parent's cversion when it is created: a
+		// create lost in flight landed at or after the cversion read here.
+		var from int32
+		err := c.retry(ctx, func() error {
+			_, st, err := conn.Exists(c.l.Tasks())
+			from = st.Cversion
+			return err
+		})
+		if err != nil {
+			return "", fmt.Errorf("task: submit: %w", err)
+		}
+		p, err := conn.Create(c.l.Task(taskPrefix), data, zk.FlagSequence, c.s.ACL())
+		if err == nil {
+			return path.Base(p), nil
+		}
+		if !coordinator.IsConnLoss(err) || coordinator.WriteNotSent(err) {
+			if err := c.s.WaitToRetry(ctx, err); err != nil {
+				return "", fmt.Errorf("task: submit: %w", err)
+			}
+			continue
+		}
+		id, err := c.findSubmitted(ctx, int64(from), spec.Token)
+		if err != nil || id != "" {
+			return id, err
+		}
+	}
+}
+
+// findSubmitted looks for the task of a token among those numbered from on, after a
+// create whose outcome is unknown; "" if there is none.
+func (c *Client) findSubmitted(ctx context.Context, from int64, token string) (string, error) {
+	conn := c.s.Conn()
+	var ids []string
+	if err := c.retry(ctx, func() (err error) { ids, _, err = conn.Children(c.l.Tasks()); return err }); err != nil {
+		return "", fmt.Errorf("task: submit: %w", err)
+	}
+	for _, id := range ids {
+		if seqOf(id) < from {
+			continue
+		}
+		var spec Spec
+		if err := c.readJSON(ctx, c.l.Task(id), &spec); err != nil {
+			if errors.Is(err, zk.ErrNoNode) {
+				continue
+			}
+			return "", fmt.Errorf("task: submit: %w", err)
+		}
+		if spec.Token == token {
+			return id, nil
+		}
+	}
+	return "", nil
+}
+
+func newToken() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Get returns the task, or an error wrapping ErrNotFound.
+func (c *Client) Get(ctx context.Context, id string) (*Task, error) {
+	if err := CheckID(id); err != nil {
+		return nil, err
+	}
+	workers, err := c.assignDirs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t, err := c.get(ctx, id, func() (string, error) { return c.findAssignment(ctx, id, workers) })
+	if err != nil {
+		return nil, fmt.Errorf("task: get %s: %w", id, err)
+	}
+	return t, nil
+}
+
+// List returns every task, oldest first.
+func (c *Client) List(ctx context.Context) ([]*Task, error) {
+	conn := c.s.Conn()
+	var ids []string
+	err := c.retry(ctx, func() (err error) { ids, _, err = conn.Children(c.l.Tasks()); return err })
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("task: list: %w", err)
+	}
+	ids = slices.DeleteFunc(ids, func(id string) bool { return seqOf(id) < 0 })
+	slices.Sort(ids)
+	assigned, err := c.assignments(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("task: list: %w", err)
+	}
+	out := make([]*Task, 0, len(ids))
+	for _, id := range ids {
+		t, err := c.get(ctx, id, func() (string, error) { return assigned[id], nil })
+		if errors.Is(err, ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("task: list: %s: %w", id, err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// get reads task id; worker says which worker holds its assignment, if any.
+func (c *Client) get(ctx context.Context, id string, worker func() (string, error)) (*Task, error) {
+	t := &Task{ID: id}
+	if err := c.readJSON(ctx, c.l.Task(id), &t.Spec); err != nil {
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		return nil, err
+	}
+	var names []string
+	conn := c.s.Conn()
+	if err := c.retry(ctx, func() (err error) { names, _, err = conn.Children(c.l.Task(id)); return err }); err != nil {
+		return nil, err
+	}
+	kids := ParseChildren(names)
+	for _, n := range kids.Failures {
+		if err := c.addHistory(ctx, t, c.l.Attempt(id, n)); err != nil {
+			return nil, err
+		}
+	}
+	for _, n := range kids.Lost {
+		if err := c.addHistory(ctx, t, c.l.Lost(id, n)); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(t.History, func(a, b Attempt) int { return a.N - b.N })
+	if kids.Status {
+		return t, c.readStatus(ctx, t)
+	}
+	w, err := worker()
+	if err != nil {
+		return nil, err
+	}
+	if w != "" {
+		var a Assignment
+		err := c.readJSON(ctx, c.l.Assignment(w, id), &a)
+		switch {
+		case err == nil:
+			t.Worker, t.Assignment, t.State = w, &a, Assigned
+			if !a.Started.IsZero() {
+				t.State = Running
+			}
+		case !errors.Is(err, zk.ErrNoNode):
+			return nil, err
+		}
+	}
+	if t.State == "" {
+		// No assignment: pending, unless the run ended between the two reads (a
+		// worker deletes the assignment and creates the status in one multi).
+		if err := c.readStatus(ctx, t); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return nil, err
+		}
+		if t.Status == nil {
+			t.State = Pending
+		}
+	}
+	if !t.State.Ended() {
+		t.CancelRequested = kids.Cancel
+	}
+	return t, nil
+}
+
+func (c *Client) readStatus(ctx context.Context, t *Task) error {
+	var st Status
+	if err := c.readJSON(ctx, c.l.Status(t.ID), &st); err != nil {
+		return err
+	}
+	t.Status, t.State, t.Worker = &st, st.State, st.Worker
+	return nil
+}
+
+func (c *Client) addHistory(ctx context.Context, t *Task, p string) error {
+	var a Attempt
+	err := c.readJSON(ctx, p, &a)
+	if err == nil {
+		t.History = append(t.History, a)
+	}
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	return err
+}
+
+// assignDirs lists the workers that have an assignment directory.
+func (c *Client) assignDirs(ctx context.Context) ([]string, error) {
+	var workers []string
+	conn := c.s.Conn()
+	err := c.retry(ctx, func() (err error) { workers, _, err = conn.Children(c.l.Assign()); return err })
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	return workers, err
+}
+
+func (c *Client) findAssignment(ctx context.Context, id string, workers []string) (string, error) {
+	conn := c.s.Conn()
+	for _, w := range workers {
+		var ok bool
+		if err := c.retry(ctx, func() (err error) { ok, _, err = conn.Exists(c.l.Assignment(w, id)); return err }); err != nil {
+			return "", err
+		}
+		if ok {
+			return w, nil
+		}
+	}
+	return "", nil
+}
+
+// assignments maps each assigned task to its worker.
+func (c *Client) assignments(ctx context.Context) (map[string]string, error) {
+	workers, err := c.assignDirs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string)
+	conn := c.s.Conn()
+	for _, w := range workers {
+		var ids []string
+		err := c.retry(ctx, func() (err error) { ids, _, err = conn.Children(c.l.AssignDir(w)); return err })
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return nil, err
+		}
+		for _, id := range ids {
+			out[id] = w
+		}
+	}
+	return out, nil
+}
+
+// Cancel asks for the task to be cancelled: a pending task ends at once (the master
+// records it), a running one's process is killed by its worker. It returns an error
+// wrapping ErrEnded if the task has already ended, and ErrNotFound if there is none.
+func (c *Client) Cancel(ctx context.Context, id string) error {
+	t, err := c.Get(ctx, id)
+	if err != nil {
+		return fmt.Errorf("task: cancel %s: %w", id, err)
+	}
+	if t.State.Ended() {
+		return fmt.Errorf("task: cancel %s: %w (%s)", id, ErrEnded, t.State)
+	}
+	conn := c.s.Conn()
+	for {
+		_, err := conn.Create(c.l.Cancel(id), nil, 0, c.s.ACL())
+		if err == nil || errors.Is(err, zk.ErrNodeExists) {
+			return nil
+		}
+		if errors.Is(err, zk.ErrNoNode) {
+			return fmt.Errorf("task: cancel %s: %w", id, ErrNotFound)
+		}
+		// Creating the cancel node twice is harmless: retry whatever the outcome.
+		if err := c.s.WaitToRetry(ctx, err); err != nil {
+			return fmt.Errorf("task: cancel %s: %w", id, err)
+		}
+	}
+}
+
+// Wait blocks until the task has ended and returns it, or until ctx ends.
+func (c *Client) Wait(ctx context.Context, id string) (*Task, error) {
+	if err := CheckID(id); err != nil {
+		return nil, err
+	}
+	conn := c.s.Conn()
+	for {
+		ok, _, ev, err := conn.ExistsW(c.l.Status(id))
+		if err != nil {
+			if err := c.s.WaitToRetry(ctx, err); err != nil {
+				return nil, fmt.Errorf("task: wait %s: %w", id, err)
+			}
+			continue
+		}
+		if ok {
+			return c.Get(ctx, id)
+		}
+		if ok, _, err := conn.Exists(c.l.Task(id)); err == nil && !ok {
+			return nil, fmt.Errorf("task: wait %s: %w", id, ErrNotFound)
+		}
+		select {
+		case <-ev:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("task: wait %s: %w", id, ctx.Err())
+		}
+	}
+}
+
+// readJSON reads the node at p into v, riding out disconnections.
+func (c *Client) readJSON(ctx context.Context, p string, v any) error {
+	var data []byte
+	conn := c.s.Conn()
+	if err := c.retry(ctx, func() (err error) { data, _, err = conn.Get(p); return err }); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	return nil
+}
+
+// retry runs a read until it succeeds or fails for a reason other than the
+// connection.
+func (c *Client) retry(ctx context.Context, read func() error) error {
+	for {
+		err := read()
+		if err == nil {
+			return nil
+		}
+		if err := c.s.WaitToRetry(ctx, err); err != nil {
+			return err
+		}
+	}
+}

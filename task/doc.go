@@ -1,0 +1,32 @@
+// Package task is the data model of paddock's task-scheduling cluster and the client
+// that submits and follows tasks. The master (package master) assigns tasks to the
+// workers (package worker); clients, the master and the workers share nothing but the
+// znodes below, all under a configurable root (default "/"):
+//
+//	/master                         ephemeral   the active master: {"id","addr","since","epoch"}
+//	/workers/<worker>               ephemeral   a live worker: {"addr","capacity","labels","started"}
+//	/tasks/task-<seq>               persistent-sequential, by a client: the Spec (JSON)
+//	/tasks/task-<seq>/cancel        persistent  a client asks to cancel
+//	/tasks/task-<seq>/attempt-<n>   persistent  run n failed and the task is to be retried: an Attempt
+//	/tasks/task-<seq>/lost-<n>      persistent  run n's worker died: an Attempt (not counted as a failure)
+//	/tasks/task-<seq>/status        persistent  created once, when the task ends: the Status
+//	/assign                         persistent  its data version is the active master's epoch
+//	/assign/<worker>                persistent  created by the worker at start
+//	/assign/<worker>/task-<seq>     persistent  by the master: an Assignment; the worker marks it started
+//
+// A task's state follows from those nodes: a status node holds its end (done, failed or
+// cancelled); otherwise an assignment makes it assigned, or running once the worker has
+// marked it started; otherwise it is pending.
+//
+// Exactly-once outcome. A worker ends a run with one multi that deletes its assignment
+// (at the version it last wrote) and creates either the status or an attempt record.
+// If the assignment was taken back in the meantime — the worker was presumed dead —
+// the multi fails and the run leaves no trace; if two runs race, only one creates the
+// status. Execution is at least once: a task may run again after its worker was cut
+// off, so tasks should be idempotent.
+//
+// Fencing. A master that wins /master first bumps the data version of /assign; that
+// version is its epoch, and every change it makes to assignments and statuses is a
+// multi that checks it. A deposed master's multi fails the check and changes nothing,
+// even if it has not yet noticed that it lost /master.
+package task

@@ -1,0 +1,196 @@
+package task
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// State is where a task is in its life.
+type State string
+
+const (
+	Pending   State = "pending"   // waiting for a worker (or for its retry delay)
+	Assigned  State = "assigned"  // given to a worker that has not started it yet
+	Running   State = "running"   // its process runs on a worker
+	Done      State = "done"      // ended with exit code 0
+	Failed    State = "failed"    // ended otherwise, its retries used up
+	Cancelled State = "cancelled" // ended by a cancel request
+)
+
+// Ended says the state is final.
+func (s State) Ended() bool { return s == Done || s == Failed || s == Cancelled }
+
+// Limits on a Spec.
+const (
+	MaxRetries  = 100
+	MaxPriority = 1_000_000
+	// MaxSpecSize bounds a spec's JSON: a znode holds at most 1 MiB, and the master
+	// reads every pending task's spec.
+	MaxSpecSize = 256 << 10
+	// DefaultRetryDelay is the delay before a retry when the spec gives none.
+	DefaultRetryDelay = time.Second
+)
+
+// Spec is what a client submits: a command to run and how.
+type Spec struct {
+	// Command is the program to run: a path, or a name looked up in the worker's PATH.
+	Command string   `json:"command"`
+	Args    []string `json:"args,omitempty"`
+	// Env is added to the worker's environment for the process.
+	Env map[string]string `json:"env,omitempty"`
+	// Dir is the process's working directory on the worker; empty means the worker's.
+	Dir string `json:"dir,omitempty"`
+	// Timeout ends a run that takes longer (its process is killed); 0 means none.
+	Timeout Duration `json:"timeout,omitempty"`
+	// Retries is how many times a failed run is tried again.
+	Retries int `json:"retries,omitempty"`
+	// RetryDelay is the pause between a failed run and the next.
+	RetryDelay Duration `json:"retry_delay,omitempty"`
+	// Priority: pending tasks of a higher priority are assigned first; among equals,
+	// the older first.
+	Priority int `json:"priority,omitempty"`
+	// Submitted is when the client submitted it.
+	Submitted time.Time `json:"submitted"`
+	// Token identifies the submission, so that a submit whose reply was lost can find
+	// whether its create was applied, instead of creating the task twice.
+	Token string `json:"token,omitempty"`
+}
+
+// Validate reports every problem of the spec, each naming its field.
+func (s *Spec) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("task spec: %s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	switch {
+	case strings.TrimSpace(s.Command) == "":
+		bad("command", "empty")
+	case strings.ContainsRune(s.Command, 0):
+		bad("command", "contains a NUL byte")
+	}
+	for i, a := range s.Args {
+		if strings.ContainsRune(a, 0) {
+			bad(fmt.Sprintf("args[%d]", i), "contains a NUL byte")
+		}
+	}
+	for k, v := range s.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			bad("env", "variable name %q: want a name without '=' or NUL", k)
+		}
+		if strings.ContainsRune(v, 0) {
+			bad("env", "value of %s contains a NUL byte", k)
+		}
+	}
+	if strings.ContainsRune(s.Dir, 0) {
+		bad("dir", "contains a NUL byte")
+	}
+	if s.Timeout < 0 {
+		bad("timeout", "%v is negative", s.Timeout)
+	}
+	if s.Retries < 0 || s.Retries > MaxRetries {
+		bad("retries", "%d: want 0 to %d", s.Retries, MaxRetries)
+	}
+	if s.RetryDelay < 0 {
+		bad("retry_delay", "%v is negative", s.RetryDelay)
+	}
+	if s.Priority < -MaxPriority || s.Priority > MaxPriority {
+		bad("priority", "%d: want -%d to %d", s.Priority, MaxPriority, MaxPriority)
+	}
+	if len(errs) == 0 {
+		if b, _ := json.Marshal(s); len(b) > MaxSpecSize {
+			bad("size", "%d bytes of JSON: at most %d", len(b), MaxSpecSize)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Status is a task's end, in /tasks/<task>/status.
+type Status struct {
+	State    State  `json:"state"` // done, failed or cancelled
+	ExitCode int    `json:"exit_code"`
+	Error    string `json:"error,omitempty"` // why it failed or was cancelled, in words
+	// OutputTail is the end of the process's output (stdout and stderr together);
+	// OutputFile, on the worker, holds all of it.
+	OutputTail string    `json:"output_tail,omitempty"`
+	OutputFile string    `json:"output_file,omitempty"`
+	Worker     string    `json:"worker,omitempty"`
+	Attempts   int       `json:"attempts"` // runs, this one included (0 if cancelled before any)
+	Started    time.Time `json:"started,omitzero"`
+	Finished   time.Time `json:"finished"`
+}
+
+// Attempt is a run that did not end the task: it failed with retries left
+// (attempt-<n>), or its worker was lost (lost-<n>).
+type Attempt struct {
+	N          int       `json:"n"`
+	Worker     string    `json:"worker"`
+	ExitCode   int       `json:"exit_code"`
+	Error      string    `json:"error,omitempty"`
+	OutputTail string    `json:"output_tail,omitempty"`
+	Started    time.Time `json:"started,omitzero"`
+	Finished   time.Time `json:"finished"`
+	Lost       bool      `json:"lost,omitempty"`
+}
+
+// Assignment gives a task to a worker, in /assign/<worker>/<task>.
+type Assignment struct {
+	// Attempt is the run's number, from 1; Failures is how many runs before it failed
+	// (lost runs do not count): the worker records a failure as final once Failures
+	// reaches the spec's Retries.
+	Attempt  int `json:"attempt"`
+	Failures int `json:"failures"`
+	// MasterEpoch is the epoch of the master that assigned it.
+	MasterEpoch int64 `json:"master_epoch"`
+	// Session is the worker's ZooKeeper session the task was given to: a worker runs only
+	// what was given to its own session, and the master takes back what was given to
+	// an earlier one.
+	Session  int64     `json:"session,string"`
+	Assigned time.Time `json:"assigned"`
+	// Started is set by the worker when it starts the process.
+	Started time.Time `json:"started,omitzero"`
+}
+
+// WorkerInfo is what a worker registers in /workers/<worker>.
+type WorkerInfo struct {
+	Addr     string            `json:"addr,omitempty"`
+	Capacity int               `json:"capacity"`
+	Labels   map[string]string `json:"labels,omitempty"`
+	Started  time.Time         `json:"started"`
+}
+
+// MasterInfo is what the active master writes in /master.
+type MasterInfo struct {
+	ID    string    `json:"id"`
+	Addr  string    `json:"addr,omitempty"`
+	Since time.Time `json:"since"`
+	Epoch int64     `json:"epoch,omitempty"`
+}
+
+// Duration is a time.Duration that is a string in JSON ("1m30s"); a number is read
+// as nanoseconds.
+type Duration time.Duration
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var n int64
+		if err := json.Unmarshal(b, &n); err != nil {
+			return fmt.Errorf("duration: want a string such as \"30s\", got %s", b)
+		}
+		*d = Duration(n)
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", s, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+func (d Duration) String() string { return time.Duration(d).String() }
