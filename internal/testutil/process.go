@@ -1,8 +1,6 @@
 package testutil
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -59,14 +58,10 @@ type PaddockProcessOptions struct {
 // PaddockProcess is one `paddock server` child process. The kernel kills it if the test
 // binary dies first.
 type PaddockProcess struct {
-	Addr    string        // client address, 127.0.0.1:port
-	Started time.Time     // just before the process was started
-	Ready   time.Duration // how long it took to answer srvr as a serving server
-	LogPath string        // its stdout and stderr: the server log, and any race report
+	*Child               // LogPath: the server log, and any race report
+	Addr   string        // client address, 127.0.0.1:port
+	Ready  time.Duration // how long it took to answer srvr as a serving server
 
-	cmd          *exec.Cmd
-	exited       chan struct{} // closed when the process has exited and waitErr is set
-	waitErr      error
 	startTimeout time.Duration
 }
 
@@ -106,32 +101,17 @@ func LaunchPaddockProcess(tb testing.TB, opts PaddockProcessOptions, port int) (
 	tb.Helper()
 	p := &PaddockProcess{
 		Addr:         net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		LogPath:      opts.LogPath,
-		exited:       make(chan struct{}),
 		startTimeout: opts.StartTimeout,
 	}
 	if p.startTimeout <= 0 {
 		p.startTimeout = DefaultProcessStartTimeout
 	}
-	logFile, err := os.Create(opts.LogPath)
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close() // the child has its own descriptor
 	args := append([]string{"server", "--data-dir", opts.DataDir, "--client-addr", p.Addr, "--admin-addr="}, opts.Args...)
-	p.cmd = exec.Command(opts.Binary, args...)
-	p.cmd.Env = append(environWithoutPaddock(), opts.Env...)
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	p.cmd.SysProcAttr = childProcAttr()
-	p.Started = time.Now()
-	if err := p.cmd.Start(); err != nil {
+	var err error
+	p.Child, err = StartChild(tb, opts.LogPath, opts.Env, opts.Binary, args...)
+	if err != nil {
 		return nil, fmt.Errorf("testutil: start paddock: %w", err)
 	}
-	go func() {
-		p.waitErr = p.cmd.Wait()
-		close(p.exited)
-	}()
-	tb.Cleanup(p.Kill)
 	return p, nil
 }
 
@@ -153,15 +133,6 @@ func (p *PaddockProcess) Port() int {
 	n, _ := strconv.Atoi(port)
 	return n
 }
-
-// PID returns the process id.
-func (p *PaddockProcess) PID() int { return p.cmd.Process.Pid }
-
-// Exited is closed when the process has exited; ExitErr then says how.
-func (p *PaddockProcess) Exited() <-chan struct{} { return p.exited }
-
-// ExitErr returns the process's exit error; call it only after Exited is closed.
-func (p *PaddockProcess) ExitErr() error { return p.waitErr }
 
 // WaitServing polls srvr every 10 ms until the server answers it, the process exits, or
 // the start timeout passes (from Started). paddock binds the client port only once
@@ -214,64 +185,39 @@ func ParseSrvrZxid(out string) (int64, error) {
 	return 0, fmt.Errorf("testutil: no Zxid line in srvr output %q", out)
 }
 
-// Kill sends SIGKILL and waits for the process to be gone. Idempotent.
-func (p *PaddockProcess) Kill() {
-	p.cmd.Process.Signal(syscall.SIGKILL) // fails only if it has already exited
-	<-p.exited
+// Binary builds cmd/paddock once per test binary, on first use, with the race detector
+// when the tests have it: `go test -race ./...` is how CI runs them, and the
+// instrumented packages are already in the build cache, so this costs a link. A
+// package's TestMain calls Remove after m.Run.
+type Binary struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
 }
 
-// Stop asks the server to shut down with SIGTERM and returns its exit error, or an error
-// if it has not exited within timeout (it is then killed).
-func (p *PaddockProcess) Stop(timeout time.Duration) error {
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-		return p.waitErr
-	case <-time.After(timeout):
-		p.Kill()
-		return fmt.Errorf("testutil: paddock did not exit within %v of SIGTERM", timeout)
-	}
-}
-
-// LogTail returns the last n lines of the server's log, for failure messages.
-func (p *PaddockProcess) LogTail(n int) string { return logTail(p.LogPath, n) }
-
-// logTail returns the last n lines of the log file at path.
-func logTail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "(no log: " + err.Error() + ")"
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = append([]string{"..."}, lines[len(lines)-n:]...)
-	}
-	return strings.Join(lines, "\n")
-}
-
-// LogProblems returns the lines of the server's log that no run should have: race reports,
-// panics, Go runtime errors and log records at level ERROR, with a few lines of context.
-func (p *PaddockProcess) LogProblems() ([]string, error) {
-	b, err := os.ReadFile(p.LogPath)
-	if err != nil {
-		return nil, err
-	}
-	var problems []string
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(nil, 1<<20)
-	for after := 0; sc.Scan(); {
-		line := sc.Text()
-		switch {
-		case strings.Contains(line, "WARNING: DATA RACE"), strings.HasPrefix(line, "panic:"),
-			strings.HasPrefix(line, "fatal error:"):
-			after = 40 // the report follows
-			problems = append(problems, line)
-		case strings.Contains(line, "level=ERROR"):
-			problems = append(problems, line)
-		case after > 0:
-			after--
-			problems = append(problems, line)
+// Path returns the binary's path, building it first if needed.
+func (b *Binary) Path(tb testing.TB) string {
+	tb.Helper()
+	b.once.Do(func() {
+		start := time.Now()
+		if b.dir, b.err = os.MkdirTemp("", "paddock-test-bin-"); b.err != nil {
+			return
 		}
+		b.path, b.err = BuildPaddock(b.dir, RaceEnabled)
+		if b.err == nil {
+			tb.Logf("built paddock (race detector: %v) in %v", RaceEnabled, time.Since(start).Round(time.Millisecond))
+		}
+	})
+	if b.err != nil {
+		tb.Fatal(b.err)
 	}
-	return problems, sc.Err()
+	return b.path
+}
+
+// Remove deletes the binary.
+func (b *Binary) Remove() {
+	if b.dir != "" {
+		os.RemoveAll(b.dir)
+	}
 }

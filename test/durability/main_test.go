@@ -1,56 +1,28 @@
 package durability
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/paddock/paddock/internal/testutil"
 )
 
-// binDir holds the paddock binary built for this run; TestMain removes it.
-var binDir string
-
-var build struct {
-	once sync.Once
-	path string
-	err  error
-}
+// paddock is the binary under test, built on first use.
+var paddock testutil.Binary
 
 func TestMain(m *testing.M) {
-	var err error
-	if binDir, err = os.MkdirTemp("", "paddock-durability-bin-"); err != nil {
-		fmt.Fprintln(os.Stderr, "durability:", err)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(binDir)
+	paddock.Remove()
 	os.Exit(code)
 }
 
-// paddockBinary builds cmd/paddock on first use and returns its path. It is built with
-// -race when the tests are: `go test -race ./...` is how CI runs them, and a data race in
-// recovery or in a half-finished shutdown is exactly what a crash test can provoke. The
-// race-instrumented packages are already in the build cache from compiling the tests, so
-// this costs a link, and the slower server still does a few thousand durable writes a second.
-func paddockBinary(tb testing.TB) string {
-	tb.Helper()
-	build.once.Do(func() {
-		start := time.Now()
-		build.path, build.err = testutil.BuildPaddock(binDir, testutil.RaceEnabled)
-		if build.err == nil {
-			tb.Logf("built paddock (race detector: %v) in %v", testutil.RaceEnabled, time.Since(start).Round(time.Millisecond))
-		}
-	})
-	if build.err != nil {
-		tb.Fatal(build.err)
-	}
-	return build.path
-}
+// paddockBinary returns the binary under test. It has the race detector when the tests
+// do: a data race in recovery or in a half-finished shutdown is exactly what a crash test
+// can provoke, and the slower server still does a few thousand durable writes a second.
+func paddockBinary(tb testing.TB) string { return paddock.Path(tb) }
 
 // testSeed returns the seed of a test's random choices, PADDOCK_DURABILITY_SEED if set,
 // and logs it so that a failure can be replayed.
