@@ -130,6 +130,7 @@ type Attempt struct {
 	ExitCode   int       `json:"exit_code"`
 	Error      string    `json:"error,omitempty"`
 	OutputTail string    `json:"output_tail,omitempty"`
+	OutputFile string    `json:"output_file,omitempty"` // on the worker
 	Started    time.Time `json:"started,omitzero"`
 	Finished   time.Time `json:"finished"`
 	Lost       bool      `json:"lost,omitempty"`

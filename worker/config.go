@@ -1,0 +1,151 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/paddock/paddock/task"
+)
+
+// Config configures a worker. Fields are keys of the worker section of the
+// configuration (configs), in snake_case; it holds only types configs can decode.
+type Config struct {
+	// Servers are the coordination servers' client addresses, host:port (key zk, flag
+	// --zk).
+	Servers []string
+	// SessionTimeout is the ZooKeeper session timeout asked for. A worker cut off for
+	// longer loses its session: it kills its tasks, and the master runs them elsewhere.
+	SessionTimeout time.Duration
+	// Root is the path the cluster's nodes live under (see package task).
+	Root string
+	// ID names the worker in /workers and /assign. It must stay the same across
+	// restarts, and no two live workers may share it.
+	ID string
+	// Capacity is how many tasks the worker runs at once.
+	Capacity int
+	// Labels describe the worker to the master, each "key=value".
+	Labels []string
+	// Addr is the address advertised in /workers/<id>; informational only.
+	Addr string
+	// OutputDir holds the whole output of every run, in <task>/attempt-<n>.log; empty
+	// means data/worker-<id>/output.
+	OutputDir string
+	// MetricsAddr is where /metrics is served, host:port; empty for none.
+	MetricsAddr string
+	// KillGrace is how long a process group has to exit after SIGTERM before it gets
+	// SIGKILL, when a task times out, is cancelled or the worker stops; 0 kills at once.
+	KillGrace time.Duration
+}
+
+// DefaultConfig returns the defaults: a server on 127.0.0.1:2181, a 10 s session, one
+// slot per CPU, a 5 s kill grace. ID has no default: each worker must be named.
+func DefaultConfig() Config {
+	return Config{
+		Servers:        []string{"127.0.0.1:2181"},
+		SessionTimeout: 10 * time.Second,
+		Root:           "/",
+		Capacity:       runtime.NumCPU(),
+		KillGrace:      5 * time.Second,
+	}
+}
+
+// labelKeyPattern is what a label's key may be: it travels as a JSON key and is meant
+// to be matched by name.
+var labelKeyPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$`)
+
+// Validate reports every problem of c, each as "key = value: what is allowed", with
+// the keys of the configuration's worker section (Servers is zk).
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key string, value any, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s = %v: %s", key, value, fmt.Sprintf(format, args...)))
+	}
+	if len(c.Servers) == 0 {
+		bad("zk", `""`, "want the coordination servers, host:port[,host:port…]")
+	}
+	for _, s := range c.Servers {
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			bad("zk", s, "want host:port")
+		}
+	}
+	if c.SessionTimeout < 100*time.Millisecond {
+		bad("session_timeout", c.SessionTimeout, "want at least 100ms")
+	}
+	if _, err := task.NewLayout(c.Root); err != nil {
+		bad("root", c.Root, "want an absolute path such as / or /paddock")
+	}
+	if err := task.CheckWorkerID(c.ID); err != nil {
+		bad("id", orEmpty(c.ID), "want 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit, the same across restarts")
+	}
+	if c.Capacity < 1 {
+		bad("capacity", c.Capacity, "want at least 1")
+	}
+	parseLabels(c.Labels, func(entry, why string) { bad("labels", fmt.Sprintf("%q", entry), "%s", why) })
+	if strings.ContainsRune(c.OutputDir, 0) {
+		bad("output_dir", fmt.Sprintf("%q", c.OutputDir), "contains a NUL byte")
+	}
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			bad("metrics_addr", c.MetricsAddr, "want host:port, or empty for none")
+		}
+	}
+	if c.KillGrace < 0 {
+		bad("kill_grace", c.KillGrace, "want 0 or more (0 kills at once)")
+	}
+	return errors.Join(errs...)
+}
+
+func orEmpty(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return s
+}
+
+// parseLabels turns "key=value" entries into a map; bad, if not nil, hears of every
+// entry that is not one, and why.
+func parseLabels(entries []string, bad func(entry, why string)) map[string]string {
+	if bad == nil {
+		bad = func(string, string) {}
+	}
+	labels := make(map[string]string, len(entries))
+	for _, e := range entries {
+		k, v, ok := strings.Cut(e, "=")
+		switch {
+		case !ok:
+			bad(e, "want key=value")
+		case !labelKeyPattern.MatchString(k):
+			bad(e, "want a key of 1 to 128 letters, digits, '.', '_', '/' or '-', starting with a letter or digit")
+		case strings.ContainsRune(v, 0):
+			bad(e, "the value contains a NUL byte")
+		default:
+			if _, dup := labels[k]; dup {
+				bad(e, fmt.Sprintf("key %s given twice", k))
+			}
+			labels[k] = v
+		}
+	}
+	if len(labels) == 0 {
+		return nil
+	}
+	return labels
+}
+
+// outputDir returns the absolute directory of the runs' output.
+func (c Config) outputDir() (string, error) {
+	dir := c.OutputDir
+	if dir == "" {
+		dir = filepath.Join("data", "worker-"+c.ID, "output")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("output_dir = %s: %w", dir, err)
+	}
+	return abs, nil
+}

@@ -1,0 +1,74 @@
+// Package worker is the worker of paddock's task-scheduling cluster: it runs, as local
+// processes, the tasks the master assigns to it, and records how each run ended. It is
+// a plain ZooKeeper client of the nodes package task describes; it shares nothing else
+// with the master.
+//
+// # Life
+//
+// Run connects a session, makes /assign/<id> and /workers, and registers the worker in
+// the ephemeral /workers/<id> ({"addr","capacity","labels","started"}), kept across new
+// sessions. If the node belongs to another session — an earlier incarnation killed
+// without closing its own — Run waits for that session to expire. When Run's context
+// ends, the worker ends its running tasks' process groups, records nothing for them
+// (the master sees the worker gone and runs them elsewhere, as lost runs, which are
+// not failures), deletes /workers/<id> and closes the session.
+//
+// # Assignments
+//
+// The worker watches the children of /assign/<id>, listing them again after every
+// event (the listing re-arms the watch), after a reconnection and under a new session.
+// It claims assignments oldest first while it runs fewer than Capacity tasks; the rest
+// wait for a slot. It runs an assignment only if it names the worker's current session;
+// one given to an earlier session is left for the master to take back. To claim one,
+// it reads the task's spec and sets the assignment's Started, at the version it read:
+// if the assignment changed or went meanwhile, it is not run.
+//
+// # Runs
+//
+//	command     spec.Command with spec.Args, in spec.Dir, stdin /dev/null, in a process
+//	            group of its own (Linux; elsewhere only the process is signalled)
+//	environment the worker's, then spec.Env, then PADDOCK_TASK_ID and PADDOCK_TASK_ATTEMPT
+//	output      stdout and stderr together into <output_dir>/<task>/attempt-<n>.log, and
+//	            the last 4 KiB (valid UTF-8) into the record's output_tail
+//	timeout     spec.Timeout: SIGTERM to the group, SIGKILL after kill_grace; the run
+//	            fails with "timed out after <timeout>"
+//	cancel      /tasks/<task>/cancel, watched while the run lasts: the group is ended the
+//	            same way and the task is cancelled; a cancel found before the start ends
+//	            the task without running it
+//	no start    a command that cannot start (not found, no such directory) is a failed
+//	            run, exit code -1, the error in words
+//
+// When the group's leader exits, what is left of the group is killed: a task's
+// processes end with it.
+//
+// # Outcomes
+//
+// A run ends with one multi that deletes the assignment, at the version of the started
+// mark, and creates one node:
+//
+//	exit code 0                                   /tasks/<task>/status     done
+//	cancelled                                     /tasks/<task>/status     cancelled
+//	failed, assignment.failures >= spec.retries   /tasks/<task>/status     failed
+//	failed, assignment.failures <  spec.retries   /tasks/<task>/attempt-<n> (the master retries)
+//
+// If the master took the assignment back meanwhile, the multi fails and the run leaves
+// no trace. If the connection drops during the multi, the worker waits for it, reads
+// the node to learn whether the multi was applied, and sends it again only if not.
+//
+// # Session
+//
+// While disconnected (suspended) the tasks keep running. When the session is lost —
+// expired, or cut off for its whole timeout — every running task's group gets SIGKILL
+// at once and nothing is recorded for them: the master gives them to another worker.
+// A run whose process had already ended is still recorded if its assignment stands.
+//
+// # Metrics
+//
+// With metrics_addr set, /metrics serves, from a registry of its own:
+//
+//	paddock_worker_tasks_running                    gauge: task processes running now
+//	paddock_worker_tasks_finished_total{state}      counter: recorded outcomes, state done,
+//	                                                failed, cancelled or retry
+//	paddock_worker_task_duration_seconds            histogram: process run times
+//	paddock_worker_capacity                         gauge: the configured capacity
+package worker

@@ -1,0 +1,286 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/paddock/paddock/task"
+)
+
+// job is one run of a task on this worker, from its claim to its recorded outcome.
+type job struct {
+	id      string          // the task
+	path    string          // its assignment
+	a       task.Assignment // as marked started
+	version int32           // the assignment's version after the mark: the outcome's multi checks it
+	spec    task.Spec
+	specErr error // the spec is unreadable or invalid: the run fails at once, for good
+	session int64 // the session the task was given to
+
+	// ctx is cancelled with errStopping or errSessionLost to abandon the run: its
+	// process is killed and nothing is recorded.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+// outcome is how a run ended, to be recorded.
+type outcome struct {
+	state    task.State // Done, Failed or Cancelled
+	final    bool       // a failure that no retry can mend
+	notRun   bool       // cancelled before its process started: not counted as a run
+	exitCode int
+	err      string
+	tail     string
+	file     string
+	started  time.Time
+	finished time.Time
+
+	// While the process runs: why the worker ended it ("" if it exited by itself), and
+	// the cause if the run was abandoned.
+	reason    string
+	abandoned error
+}
+
+// outputDrain bounds the wait for a run's output once its process group is killed.
+const outputDrain = 2 * time.Second
+
+// execute runs j's process and returns its outcome, or nil if the run was abandoned.
+func (l *loop) execute(j *job) *outcome {
+	if j.specErr != nil {
+		l.logger.Warn("task has a bad spec: failing it", "task", j.id, "err", j.specErr)
+		return &outcome{state: task.Failed, final: true, exitCode: -1, err: j.specErr.Error(), finished: now()}
+	}
+	cancelled, watch, ok := l.watchCancel(j.ctx, j)
+	if !ok {
+		return nil
+	}
+	if cancelled {
+		return &outcome{state: task.Cancelled, notRun: true, exitCode: -1, err: "cancelled", finished: now()}
+	}
+	p, err := l.startProcess(j)
+	if err != nil {
+		l.logger.Warn("task cannot start", "task", j.id, "attempt", j.a.Attempt, "err", err)
+		return &outcome{state: task.Failed, exitCode: -1, err: err.Error(), started: p.started, finished: now()}
+	}
+	l.w.metrics.running.Inc()
+	defer l.w.metrics.running.Dec()
+	return l.supervise(j, p, watch)
+}
+
+// process is a started task process.
+type process struct {
+	cmd     *exec.Cmd
+	out     *output
+	started time.Time
+	exited  chan struct{} // closed when the process has exited; then waitErr is set
+	waitErr error
+}
+
+// startProcess starts j's command in a process group of its own, stdin from /dev/null,
+// stdout and stderr into an output. A command that cannot start (not found, its
+// directory missing) returns an error, with the process's start time, and leaves no
+// output file.
+func (l *loop) startProcess(j *job) (*process, error) {
+	p := &process{started: now(), exited: make(chan struct{})}
+	cmd := exec.Command(j.spec.Command, j.spec.Args...)
+	if cmd.Err != nil { // not found in PATH
+		return p, cmd.Err
+	}
+	if err := checkDir(j.spec.Dir); err != nil {
+		return p, err
+	}
+	out, err := newOutput(outputPath(l.w.outDir, j.id, j.a.Attempt), l.logger.With("task", j.id))
+	if err != nil {
+		return p, err
+	}
+	p.out = out
+	cmd.Dir = j.spec.Dir
+	cmd.Env = l.environ(j)
+	cmd.Stdout, cmd.Stderr = out.w, out.w
+	ownGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		out.close()
+		if out.path != "" {
+			os.Remove(out.path)
+			os.Remove(filepath.Dir(out.path)) // only if no earlier run left its output there
+		}
+		return p, err
+	}
+	out.started()
+	p.cmd = cmd
+	l.logger.Info("task started", "task", j.id, "attempt", j.a.Attempt, "pid", cmd.Process.Pid)
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// checkDir reports a working directory that is missing or not a directory, which
+// exec would report as the command missing.
+func checkDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	switch {
+	case err != nil:
+		return fmt.Errorf("dir %s: %w", dir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("dir %s: not a directory", dir)
+	}
+	return nil
+}
+
+// environ is the worker's environment, then the spec's, then the task's id and attempt.
+func (l *loop) environ(j *job) []string {
+	env := os.Environ()
+	for _, k := range slices.Sorted(maps.Keys(j.spec.Env)) {
+		env = append(env, k+"="+j.spec.Env[k])
+	}
+	return append(env, "PADDOCK_TASK_ID="+j.id, "PADDOCK_TASK_ATTEMPT="+strconv.Itoa(j.a.Attempt))
+}
+
+// supervise waits for p to exit, ending its group on a timeout, a cancel request, or
+// when the run is abandoned, and returns the outcome (nil if abandoned).
+func (l *loop) supervise(j *job, p *process, cancelWatch <-chan zk.Event) *outcome {
+	watchCtx, stopWatch := context.WithCancel(j.ctx)
+	defer stopWatch()
+	cancelled := l.followCancel(watchCtx, j, cancelWatch)
+	var timeout <-chan time.Time
+	if d := time.Duration(j.spec.Timeout); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	k := &killer{p: p.cmd.Process, grace: l.w.cfg.KillGrace, logger: l.logger.With("task", j.id)}
+	defer k.stop()
+	o := &outcome{state: task.Failed, started: p.started}
+	abandon := j.ctx.Done()
+	for {
+		select {
+		case <-p.exited:
+			return l.exited(j, p, k, o)
+		case <-timeout:
+			timeout = nil
+			o.setReason(task.Failed, fmt.Sprintf("timed out after %v", time.Duration(j.spec.Timeout)))
+			k.terminate()
+		case <-cancelled:
+			cancelled = nil
+			o.setReason(task.Cancelled, "cancelled")
+			k.terminate()
+		case <-abandon:
+			abandon = nil
+			o.abandoned = context.Cause(j.ctx)
+			if errors.Is(o.abandoned, errSessionLost) {
+				k.kill()
+			} else {
+				k.terminate()
+			}
+		case <-k.graceOver():
+			k.kill()
+		}
+	}
+}
+
+// exited completes the outcome of an exited process: it kills what is left of its
+// group, drains its output and reads its exit.
+func (l *loop) exited(j *job, p *process, k *killer, o *outcome) *outcome {
+	k.sweep()
+	o.finished = now()
+	o.tail = p.out.wait(outputDrain)
+	o.file = p.out.path
+	o.exitCode = p.cmd.ProcessState.ExitCode()
+	elapsed := o.finished.Sub(o.started)
+	if o.abandoned != nil {
+		l.logger.Info("task killed; nothing recorded", "task", j.id, "attempt", j.a.Attempt,
+			"reason", o.abandoned, "elapsed", elapsed)
+		return nil
+	}
+	switch {
+	case o.reason != "":
+		o.err = o.reason
+	case p.waitErr == nil:
+		o.state = task.Done
+	default:
+		o.err = p.waitErr.Error()
+	}
+	l.w.metrics.duration.Observe(elapsed.Seconds())
+	l.logger.Info("task process ended", "task", j.id, "attempt", j.a.Attempt, "state", o.state,
+		"exit_code", o.exitCode, "err", o.err, "elapsed", elapsed)
+	return o
+}
+
+// setReason records why the worker ended the process; the first reason stands.
+func (o *outcome) setReason(state task.State, reason string) {
+	if o.reason == "" {
+		o.state, o.reason = state, reason
+	}
+}
+
+// watchCancel reports whether the task's cancel node exists, and watches it; ok is
+// false if ctx ended first. If the servers refuse the watch, the run goes on without.
+func (l *loop) watchCancel(ctx context.Context, j *job) (exists bool, watch <-chan zk.Event, ok bool) {
+	path := l.w.layout.Cancel(j.id)
+	for {
+		exists, _, watch, err := l.conn.ExistsW(path)
+		if err == nil {
+			return exists, watch, true
+		}
+		if err := l.sess.WaitToRetry(ctx, err); err != nil {
+			if ctx.Err() != nil || errors.Is(err, zk.ErrClosing) {
+				return false, nil, false
+			}
+			l.logger.Warn("cannot watch for a cancel request", "task", j.id, "err", err)
+			return false, nil, true
+		}
+	}
+}
+
+// followCancel follows the cancel watch until ctx ends; the channel it returns is
+// closed when the cancel node appears.
+func (l *loop) followCancel(ctx context.Context, j *job, watch <-chan zk.Event) <-chan struct{} {
+	cancelled := make(chan struct{})
+	if watch == nil {
+		return cancelled
+	}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-watch:
+			}
+			exists, w, ok := l.watchCancel(ctx, j)
+			switch {
+			case !ok || w == nil && !exists:
+				return
+			case exists:
+				l.logger.Info("cancel requested: ending task", "task", j.id)
+				close(cancelled)
+				return
+			}
+			watch = w
+		}
+	}()
+	return cancelled
+}
+
+func now() time.Time { return time.Now().UTC() }

@@ -1,0 +1,438 @@
+package worker
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/paddock/paddock/internal/testutil"
+	"github.com/paddock/paddock/task"
+)
+
+func TestTaskDone(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	cfg := c.config("w1")
+	cfg.MetricsAddr = "127.0.0.1:0"
+	cfg.Labels = []string{"zone=eu"}
+	cfg.Addr = "10.0.0.7:7000"
+	r := c.start(cfg)
+	var info task.WorkerInfo
+	c.session("w1")
+	if !c.read(c.layout.Worker("w1"), &info) || info.Capacity != 1 || info.Labels["zone"] != "eu" ||
+		info.Addr != "10.0.0.7:7000" || info.Started.IsZero() {
+		t.Fatalf("registration %+v", info)
+	}
+
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := shell(`echo "$PADDOCK_TASK_ID $PADDOCK_TASK_ATTEMPT $FOO"; pwd; echo oops >&2`, "FOO=bar")
+	spec.Dir = dir
+	id := c.runTask("w1", spec)
+	st := c.status(id)
+
+	want := id + " 1 bar\n" + dir + "\noops\n"
+	if st.State != task.Done || st.ExitCode != 0 || st.Error != "" || st.Worker != "w1" || st.Attempts != 1 {
+		t.Errorf("status %+v; want done, exit code 0, by w1, 1 attempt", st)
+	}
+	if st.OutputTail != want {
+		t.Errorf("output tail %q; want %q", st.OutputTail, want)
+	}
+	if st.Started.IsZero() || st.Finished.Before(st.Started) {
+		t.Errorf("started %v, finished %v", st.Started, st.Finished)
+	}
+	if got := outputOf(t, st.OutputFile); got != want {
+		t.Errorf("output file %s holds %q; want %q", st.OutputFile, got, want)
+	}
+	if c.exists(c.layout.Assignment("w1", id)) {
+		t.Error("assignment still there")
+	}
+	metrics := scrape(t, r)
+	for _, line := range []string{
+		`paddock_worker_tasks_finished_total{state="done"} 1`,
+		`paddock_worker_tasks_finished_total{state="failed"} 0`,
+		`paddock_worker_capacity 1`,
+		`paddock_worker_tasks_running 0`,
+		`paddock_worker_task_duration_seconds_count 1`,
+	} {
+		if !strings.Contains(metrics, line+"\n") {
+			t.Errorf("metrics lack %q:\n%s", line, metrics)
+		}
+	}
+}
+
+// scrape returns the worker's /metrics.
+func scrape(t *testing.T, r *running) string {
+	t.Helper()
+	testutil.Eventually(t, waitLong, poll, func() bool { return r.w.Addr() != nil }, "no metrics listener")
+	resp, err := http.Get("http://" + r.w.Addr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d, %v", resp.StatusCode, err)
+	}
+	return string(body)
+}
+
+func TestFailureWithRetriesLeavesAttempt(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	c.start(c.config("w1"))
+	s := c.session("w1")
+	spec := shell(`echo "bad $PADDOCK_TASK_ATTEMPT"; exit 3`)
+	spec.Retries = 1
+	id := c.submit(spec)
+
+	c.assign("w1", id, task.Assignment{Attempt: 1, Failures: 0, Session: s})
+	var a task.Attempt
+	testutil.Eventually(t, waitLong, poll, func() bool { return c.read(c.layout.Attempt(id, 1), &a) },
+		"no attempt record")
+	if a.N != 1 || a.Worker != "w1" || a.ExitCode != 3 || a.Error != "exit status 3" || a.OutputTail != "bad 1\n" || a.Lost {
+		t.Errorf("attempt %+v", a)
+	}
+	if c.exists(c.layout.Assignment("w1", id)) || c.exists(c.layout.Status(id)) {
+		t.Fatal("the failed run left its assignment, or ended the task")
+	}
+
+	// The master retries it: the failure is final now.
+	c.assign("w1", id, task.Assignment{Attempt: 2, Failures: 1, Session: s})
+	st := c.status(id)
+	if st.State != task.Failed || st.ExitCode != 3 || st.Error != "exit status 3" || st.Attempts != 2 ||
+		st.OutputTail != "bad 2\n" {
+		t.Errorf("status %+v; want failed with exit code 3 after 2 attempts", st)
+	}
+}
+
+func TestTimeoutKillsProcessGroup(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	cfg := c.config("w1")
+	cfg.KillGrace = 300 * time.Millisecond
+	c.start(cfg)
+	dir := t.TempDir()
+	// Both the shell and its child ignore SIGTERM: only the SIGKILL after the grace
+	// period ends them.
+	spec := shell(`trap "" TERM; sleep 60 & echo $! > "$D/pid"; wait`, "D="+dir)
+	spec.Timeout = task.Duration(200 * time.Millisecond)
+	id := c.runTask("w1", spec)
+	st := c.status(id)
+	if st.State != task.Failed || st.Error != "timed out after 200ms" || st.ExitCode != -1 {
+		t.Errorf("status %+v; want failed, timed out after 200ms, exit code -1", st)
+	}
+	if d := st.Finished.Sub(st.Started); d < 500*time.Millisecond {
+		t.Errorf("ended %v after its start; want the timeout and the kill grace, 500ms", d)
+	}
+	waitGone(t, readPID(t, filepath.Join(dir, "pid")))
+}
+
+func TestCancelKillsRunningTask(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	c.start(c.config("w1"))
+	dir := t.TempDir()
+	id := c.runTask("w1", sleeper(dir))
+	pid := readPID(t, filepath.Join(dir, "pid"))
+	var a task.Assignment
+	if !c.read(c.layout.Assignment("w1", id), &a) || a.Started.IsZero() {
+		t.Fatalf("running task's assignment %+v not marked started", a)
+	}
+	if err := c.client.Cancel(ctxT(t), id); err != nil {
+		t.Fatal(err)
+	}
+	st := c.status(id)
+	if st.State != task.Cancelled || st.Error != "cancelled" || st.Attempts != 1 || st.Started.IsZero() {
+		t.Errorf("status %+v; want cancelled after 1 attempt", st)
+	}
+	waitGone(t, pid)
+}
+
+func TestCancelBeforeStart(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	c.start(c.config("w1"))
+	dir := t.TempDir()
+	id := c.submit(shell(`touch "$D/ran"`, "D="+dir))
+	if err := c.client.Cancel(ctxT(t), id); err != nil {
+		t.Fatal(err)
+	}
+	c.assign("w1", id, task.Assignment{Session: c.session("w1")})
+	st := c.status(id)
+	if st.State != task.Cancelled || st.Attempts != 0 || !st.Started.IsZero() {
+		t.Errorf("status %+v; want cancelled, no attempt", st)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Error("the cancelled task ran")
+	}
+}
+
+func TestAssignmentOfAnotherSessionNotRun(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	c.start(c.config("w1"))
+	s := c.session("w1")
+	dir := t.TempDir()
+	stale := c.submit(shell(`touch "$D/ran"`, "D="+dir))
+	c.assign("w1", stale, task.Assignment{Session: s + 1})
+	// The worker lists assignments oldest first: once the later one has ended, it has
+	// seen the stale one.
+	st := c.status(c.runTask("w1", shell("true")))
+	if st.State != task.Done {
+		t.Fatalf("status %+v", st)
+	}
+	var a task.Assignment
+	if !c.read(c.layout.Assignment("w1", stale), &a) || !a.Started.IsZero() {
+		t.Errorf("stale assignment %+v was claimed", a)
+	}
+	if c.exists(c.layout.Status(stale)) {
+		t.Error("stale assignment ended its task")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Error("the stale assignment ran")
+	}
+}
+
+func TestCapacity(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	cfg := c.config("w1")
+	cfg.Capacity = 2
+	c.start(cfg)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	spec := shell(`echo "start $PADDOCK_TASK_ID" >> "$D/log"
+while [ ! -e "$D/release-$PADDOCK_TASK_ID" ]; do sleep 0.02; done
+echo "end $PADDOCK_TASK_ID" >> "$D/log"`, "D="+dir)
+	var ids []string
+	for range 4 {
+		ids = append(ids, c.runTask("w1", spec))
+	}
+	started := func() []string {
+		data, _ := os.ReadFile(log)
+		var out []string
+		for _, line := range strings.Split(string(data), "\n") {
+			if id, ok := strings.CutPrefix(line, "start "); ok {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	testutil.Eventually(t, waitLong, poll, func() bool { return len(started()) >= 2 }, "two tasks never ran at once")
+	// Release the started tasks one at a time; the others start as slots free.
+	for released := 0; released < len(ids); released++ {
+		testutil.Eventually(t, waitLong, poll, func() bool { return len(started()) > released },
+			"task %d never started", released+1)
+		if err := os.WriteFile(filepath.Join(dir, "release-"+started()[released]), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range ids {
+		if st := c.status(id); st.State != task.Done {
+			t.Errorf("%s: status %+v", id, st)
+		}
+	}
+	data, _ := os.ReadFile(log)
+	if most := maxConcurrent(strings.Split(strings.TrimSpace(string(data)), "\n")); most != 2 {
+		t.Errorf("at most %d tasks ran at once; want 2 (capacity)\n%s", most, data)
+	}
+}
+
+// maxConcurrent returns how many "start" lines were open at once at most.
+func maxConcurrent(lines []string) int {
+	n, most := 0, 0
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "start "):
+			n++
+		case strings.HasPrefix(l, "end "):
+			n--
+		}
+		most = max(most, n)
+	}
+	return most
+}
+
+func TestCommandThatCannotStart(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	cfg := c.config("w1")
+	cfg.Capacity = 2
+	c.start(cfg)
+	tests := []struct {
+		name string
+		spec task.Spec
+		want string
+	}{
+		{"not found", task.Spec{Command: "paddock-no-such-command"}, `exec: "paddock-no-such-command": executable file not found`},
+		{"no such dir", task.Spec{Command: "true", Dir: "/paddock-no-such-dir"}, "dir /paddock-no-such-dir: no such file or directory"},
+	}
+	ids := make([]string, len(tests))
+	for i, tt := range tests {
+		ids[i] = c.runTask("w1", tt.spec)
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := c.status(ids[i])
+			if st.State != task.Failed || st.ExitCode != -1 || st.Attempts != 1 || !strings.Contains(st.Error, tt.want) {
+				t.Errorf("status %+v; want failed, exit code -1, error with %q", st, tt.want)
+			}
+		})
+	}
+}
+
+func TestStopKillsTasksAndRecordsNothing(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	r := c.start(c.config("w1"))
+	dir := t.TempDir()
+	id := c.runTask("w1", sleeper(dir))
+	pid := readPID(t, filepath.Join(dir, "pid"))
+	if err := r.stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	waitGone(t, pid)
+	if c.exists(c.layout.Worker("w1")) {
+		t.Error("registration still there")
+	}
+	if kids := c.children(id); len(kids) != 0 {
+		t.Errorf("stop recorded %v", kids)
+	}
+	if !c.exists(c.layout.Assignment("w1", id)) {
+		t.Error("stop deleted the assignment: the master would not know to run it again")
+	}
+}
+
+func TestSessionExpiryKillsTasks(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	cutter := testutil.NewCutter()
+	c.start(c.config("w1"), func(w *Worker) { w.dialer = cutter.Dial })
+	old := c.session("w1")
+	dir := t.TempDir()
+	id := c.runTask("w1", sleeper(dir))
+	pid := readPID(t, filepath.Join(dir, "pid"))
+	var before task.Assignment
+	c.read(c.layout.Assignment("w1", id), &before)
+
+	cutter.Cut()
+	waitGone(t, pid) // the worker gives up on its session after its timeout
+	testutil.Eventually(t, waitLong, poll, func() bool { return !c.exists(c.layout.Worker("w1")) },
+		"the servers never expired the worker's session")
+	cutter.Restore()
+	if s := c.session("w1"); s == old {
+		t.Fatalf("registered under the expired session 0x%x", s)
+	}
+
+	// Work goes on under the new session; the old assignment is left to the master.
+	if st := c.status(c.runTask("w1", shell("true"))); st.State != task.Done {
+		t.Fatalf("status %+v", st)
+	}
+	var after task.Assignment
+	if !c.read(c.layout.Assignment("w1", id), &after) || !after.Started.Equal(before.Started) {
+		t.Errorf("assignment of the expired session was claimed again: %+v, before %+v", after, before)
+	}
+	if kids := c.children(id); len(kids) != 0 {
+		t.Errorf("killed run recorded %v", kids)
+	}
+}
+
+func TestRegistrationWaitsForOldSession(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	old := connect(t, c.addr)
+	if err := old.MakeDirs(ctxT(t), c.layout.Workers()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Conn().Create(c.layout.Worker("w1"), []byte("{}"), zk.FlagEphemeral, old.ACL()); err != nil {
+		t.Fatal(err)
+	}
+	r := c.start(c.config("w1"))
+	r.waitLog(t, "waiting for the old registration to expire")
+	old.Close()
+	s := c.session("w1")
+	if s == 0 {
+		t.Fatal("no owner")
+	}
+	if st := c.status(c.runTask("w1", shell("true"))); st.State != task.Done {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+func TestAssignmentTakenBackRecordsNothing(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	r := c.start(c.config("w1"))
+	dir := t.TempDir()
+	id := c.runTask("w1", shell(`echo $$ > "$D/pid"; while [ ! -e "$D/release" ]; do sleep 0.02; done`, "D="+dir))
+	readPID(t, filepath.Join(dir, "pid"))
+	if err := c.sess.Conn().Delete(c.layout.Assignment("w1", id), -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.waitLog(t, "assignment taken back: outcome not recorded")
+	if kids := c.children(id); len(kids) != 0 {
+		t.Errorf("run of a taken-back assignment recorded %v", kids)
+	}
+}
+
+func TestBadSpecFailsForGood(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	c.start(c.config("w1"))
+	// A spec written by hand, bypassing the client's checks.
+	if err := c.sess.MakeDirs(ctxT(t), c.layout.Tasks()); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.sess.Conn().Create(c.layout.Task("task-"), []byte(`{"command":"","retries":5}`), zk.FlagSequence, c.sess.ACL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := filepath.Base(p)
+	c.assign("w1", id, task.Assignment{Session: c.session("w1")})
+	st := c.status(id)
+	if st.State != task.Failed || !strings.Contains(st.Error, "command: empty") {
+		t.Errorf("status %+v; want failed for the empty command", st)
+	}
+	if kids := c.children(id); !slices.Equal(kids, []string{"status"}) {
+		t.Errorf("task children %v; want only the status", kids)
+	}
+}
+
+func TestOutcomeRecordedAfterDisconnection(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	cutter := testutil.NewCutter()
+	cfg := c.config("w1")
+	cfg.SessionTimeout = 2 * time.Second // the servers' most: 20 ticks
+	r := c.start(cfg, func(w *Worker) { w.dialer = cutter.Dial })
+	dir := t.TempDir()
+	id := c.runTask("w1", shell(`echo $$ > "$D/pid"; while [ ! -e "$D/release" ]; do sleep 0.02; done; echo finished`, "D="+dir))
+	readPID(t, filepath.Join(dir, "pid"))
+
+	cutter.Cut()
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.waitLog(t, "connection lost while recording outcome")
+	cutter.Restore()
+	st := c.status(id)
+	if st.State != task.Done || st.OutputTail != "finished\n" || st.Attempts != 1 {
+		t.Errorf("status %+v; want done", st)
+	}
+	if c.exists(c.layout.Assignment("w1", id)) {
+		t.Error("assignment still there")
+	}
+}
