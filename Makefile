@@ -17,10 +17,11 @@ FUZZ_TARGETS := \
 
 .PHONY: run build test deps check vet fmt-check bench bench-micro bench-compare fuzz lint clean
 
-## run: build paddock and run the coordination server on the embedded default
-## (standalone, data under ./data, clients on :2181).
+## run: build paddock and run the whole platform on the embedded default (paddock up:
+## a standalone server with data under ./data, clients on 127.0.0.1:2181, a master and
+## two workers of the task-scheduling cluster).
 run: build
-	./$(BIN) server --data-dir $(DATA_DIR)
+	./$(BIN) up --data-dir $(DATA_DIR)
 
 build:
 	$(GO) build -o $(BIN) ./cmd/paddock

@@ -271,7 +271,7 @@ func TestLoadServerErrors(t *testing.T) {
 
 func TestLoadServerOtherEnvIgnored(t *testing.T) {
 	clearPaddockEnv(t)
-	t.Setenv("PADDOCK_WORKER_SLOTS", "4") // a section this paddock does not have yet
+	t.Setenv("PADDOCK_WEB_THEME", "dark") // a section this paddock does not have yet
 	if _, err := LoadServer(Options{}); err != nil {
 		t.Errorf("LoadServer: %v, want PADDOCK_ variables of unknown sections left alone", err)
 	}
@@ -312,4 +312,27 @@ func TestLoadServerWarnings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLoadServices: the master and worker sections load from a file, the environment
+// and flags like the server's; a bad value names its section and key, an unknown
+// key in a known section stops loading.
+func TestLoadServices(t *testing.T) {
+	clearPaddockEnv(t)
+	file := writeFile(t, "paddock.yaml", "master:\n  zk: [10.0.0.1:2181, 10.0.0.2:2181]\n  resync: 5s\nworker:\n  id: w7\n  capacity: 3\n  labels: [zone=a]\n")
+	t.Setenv("PADDOCK_WORKER_CAPACITY", "6")
+	m, err := LoadMaster(Options{File: file})
+	if err != nil || len(m.Servers) != 2 || m.Resync != 5*time.Second {
+		t.Fatalf("LoadMaster: %+v, %v", m, err)
+	}
+	w, err := LoadWorker(Options{File: file})
+	if err != nil || w.ID != "w7" || w.Capacity != 6 || len(w.Labels) != 1 {
+		t.Fatalf("LoadWorker: %+v, %v; want id w7, capacity 6 from the environment", w, err)
+	}
+	t.Setenv("PADDOCK_WORKER_CAPACITY", "0")
+	_, err = LoadWorker(Options{File: file})
+	wantErr(t, err, "worker.capacity", "PADDOCK_WORKER_CAPACITY")
+	bad := writeFile(t, "bad.yaml", "master:\n  zk: [a:1]\n  resinc: 5s\n")
+	_, err = LoadMaster(Options{File: bad})
+	wantErr(t, err, "master.resinc")
 }

@@ -4,15 +4,25 @@ import (
 	"fmt"
 
 	"github.com/paddock/paddock/master"
+	"github.com/paddock/paddock/worker"
 )
 
 // The services' sections. Their ZooKeeper servers are the key zk (flag --zk).
-var masterSection = newSection("master", master.Config{}, map[string]string{"Servers": "zk"})
+var (
+	masterSection = newSection("master", master.Config{}, map[string]string{"Servers": "zk"})
+	workerSection = newSection("worker", worker.Config{}, map[string]string{"Servers": "zk"})
+)
 
 // LoadMaster returns a master's configuration: master.DefaultConfig(), then opts.File's
 // master section, PADDOCK_MASTER_* variables and opts.Flags; validated.
 func LoadMaster(opts Options) (master.Config, error) {
 	return loadSection(opts, masterSection, master.DefaultConfig(), master.Config.Validate)
+}
+
+// LoadWorker returns a worker's configuration: worker.DefaultConfig(), then opts.File's
+// worker section, PADDOCK_WORKER_* variables and opts.Flags; validated.
+func LoadWorker(opts Options) (worker.Config, error) {
+	return loadSection(opts, workerSection, worker.DefaultConfig(), worker.Config.Validate)
 }
 
 // loadSection loads section s over the defaults def and validates the result; errors

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddock/paddock/configs"
+	"github.com/paddock/paddock/master"
+	"github.com/paddock/paddock/server"
+	"github.com/paddock/paddock/worker"
+)
+
+func newUpCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Run the whole platform in one process: the server and the services on it",
+		Long: `Run the whole platform in one process, on the embedded default: a standalone
+coordination server (data under --data-dir, clients on --client-addr), a master and
+two workers of the task-scheduling cluster.
+
+The server reads the server section of --config FILE and PADDOCK_SERVER_* variables, as
+paddock server does; the services connect to it.`,
+		Args: cobra.NoArgs,
+		RunE: runUp,
+	}
+	def := server.DefaultConfig()
+	f := cmd.Flags()
+	f.String("config", "", "YAML configuration `file` (its server section)")
+	f.String("client-addr", "127.0.0.1:2181", "`host:port` clients connect to")
+	f.String("data-dir", def.DataDir, "`directory` for the server's data and the workers' task output")
+	f.String("admin-addr", def.AdminAddr, "`host:port` of the admin HTTP server; empty disables it")
+	f.Int("workers", 2, "workers to run")
+	f.Int("capacity", runtime.NumCPU(), "tasks each worker runs at once")
+	return cmd
+}
+
+func runUp(cmd *cobra.Command, _ []string) error {
+	logger, err := newLogger(cmd)
+	if err != nil {
+		return err
+	}
+	file, _ := cmd.Flags().GetString("config")
+	cfg, err := configs.LoadServer(configs.Options{File: file, Flags: cmd.Flags(), Logger: logger})
+	if err != nil {
+		return err
+	}
+	server.SetProcs(cfg.Procs)
+	srv, err := server.New(cfg, logger.With("component", "server"))
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	services, err := upServices(cmd, cfg, srv.Addr().String(), logger)
+	if err != nil {
+		return errors.Join(err, srv.Close())
+	}
+	ctx, cancel := context.WithCancel(cmd.Context())
+	defer cancel()
+	logger.Info("platform up", "zk", srv.Addr().String(), "services", len(services))
+	errs := make(chan error, len(services))
+	var wg sync.WaitGroup
+	for _, s := range services {
+		wg.Go(func() {
+			if err := s.Run(ctx); err != nil {
+				errs <- fmt.Errorf("%s: %w", s.name, err)
+				cancel()
+			}
+		})
+	}
+	select {
+	case <-ctx.Done():
+	case <-srv.Done():
+		cancel()
+	}
+	wg.Wait() // the services first, while the server still answers them
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(append(all, srv.Close())...)
+}
+
+// upService is a service run by paddock up.
+type upService struct {
+	name string
+	Run  func(context.Context) error
+}
+
+// upServices builds the services on the server at addr.
+func upServices(cmd *cobra.Command, cfg server.Config, addr string, logger *slog.Logger) ([]upService, error) {
+	n, _ := cmd.Flags().GetInt("workers")
+	capacity, _ := cmd.Flags().GetInt("capacity")
+	mc := master.DefaultConfig()
+	mc.Servers, mc.ID = []string{addr}, "up-master"
+	m, err := master.New(mc, logger.With("component", "master"))
+	if err != nil {
+		return nil, err
+	}
+	services := []upService{{"master", m.Run}}
+	for i := 1; i <= n; i++ {
+		wc := worker.DefaultConfig()
+		wc.Servers, wc.ID, wc.Capacity = []string{addr}, fmt.Sprintf("up-worker-%d", i), capacity
+		wc.OutputDir = filepath.Join(cfg.DataDir, "worker-"+wc.ID, "output")
+		w, err := worker.New(wc, logger.With("component", "worker"))
+		if err != nil {
+			return nil, err
+		}
+		services = append(services, upService{wc.ID, w.Run})
+	}
+	return services, nil
+}
