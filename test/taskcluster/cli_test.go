@@ -1,0 +1,124 @@
+package taskcluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddock/paddock/internal/testutil"
+	"github.com/paddock/paddock/task"
+)
+
+// taskCmd runs `paddock task --zk ADDR ARGS` and returns its stdout, stderr and exit code.
+func (c *cluster) taskCmd(args ...string) (stdout, stderr string, code int) {
+	c.t.Helper()
+	cmd := exec.Command(paddock.Path(c.t), append([]string{"task", "--zk", c.addr}, args...)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		c.t.Fatal(err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+// submitCLI submits with paddock task submit and returns the id, its last line.
+func (c *cluster) submitCLI(args ...string) string {
+	c.t.Helper()
+	out, errOut, code := c.taskCmd(append([]string{"submit"}, args...)...)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	id := lines[len(lines)-1]
+	if code != 0 || task.CheckID(id) != nil {
+		c.t.Fatalf("paddock task submit %v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+	}
+	return id
+}
+
+func (c *cluster) getCLI(id string) task.Task {
+	c.t.Helper()
+	out, errOut, code := c.taskCmd("get", id)
+	var tk task.Task
+	if code != 0 || json.Unmarshal([]byte(out), &tk) != nil {
+		c.t.Fatalf("paddock task get %s: exit %d, %q %q", id, code, out, errOut)
+	}
+	return tk
+}
+
+// TestCLI drives the cluster with paddock task: retries up to the limit and wait's
+// exit code, a timeout, a cancel of a running task, and a bad spec that creates
+// nothing.
+func TestCLI(t *testing.T) {
+	c := newCluster(t)
+	c.startMaster("m1")
+	c.startWorker("w1", 4)
+
+	t.Run("retries then failed", func(t *testing.T) {
+		id := c.submitCLI("--retries", "2", "--retry-delay", "50ms", "--", "sh", "-c", "echo try; exit 3")
+		if _, errOut, code := c.taskCmd("wait", id); code != 3 {
+			t.Fatalf("wait: exit %d (%s), want the task's 3", code, errOut)
+		}
+		tk := c.getCLI(id)
+		if tk.State != task.Failed || tk.Status.Attempts != 3 || len(tk.History) != 2 || !strings.Contains(tk.Status.OutputTail, "try") {
+			t.Fatalf("got %s after %d runs, history %d, output %q; want failed after 3 runs with the output",
+				tk.State, tk.Status.Attempts, len(tk.History), tk.Status.OutputTail)
+		}
+	})
+
+	t.Run("timeout", func(t *testing.T) {
+		id := c.submitCLI("--timeout", "300ms", "--", "sleep", "30")
+		if _, _, code := c.taskCmd("wait", id); code != 1 {
+			t.Fatalf("wait: exit %d, want 1", code)
+		}
+		if tk := c.getCLI(id); tk.State != task.Failed || !strings.Contains(tk.Status.Error, "timed out") {
+			t.Fatalf("got %s (%q), want failed, timed out", tk.State, tk.Status.Error)
+		}
+	})
+
+	t.Run("cancel running", func(t *testing.T) {
+		id := c.submitCLI("--", "sleep", "30")
+		testutil.Eventually(t, 20*time.Second, 20*time.Millisecond, func() bool { return c.getCLI(id).State == task.Running }, "running")
+		if _, errOut, code := c.taskCmd("cancel", id); code != 0 {
+			t.Fatalf("cancel: exit %d: %s", code, errOut)
+		}
+		if _, _, code := c.taskCmd("wait", id); code != 1 {
+			t.Fatalf("wait: exit %d, want 1", code)
+		}
+		if tk := c.getCLI(id); tk.State != task.Cancelled {
+			t.Fatalf("got %s, want cancelled", tk.State)
+		}
+		if _, errOut, code := c.taskCmd("cancel", id); code != 1 || !strings.Contains(errOut, "already ended") {
+			t.Fatalf("cancel of an ended task: exit %d, %q; want 1 and why", code, errOut)
+		}
+	})
+
+	t.Run("bad spec creates nothing", func(t *testing.T) {
+		before, err := c.client.List(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, errOut, code := c.taskCmd("submit", "--retries", "-1", "--env", "A=1", "--", "true")
+		if code != 2 || !strings.Contains(errOut, "retries") {
+			t.Fatalf("exit %d, stderr %q; want 2 naming retries", code, errOut)
+		}
+		after, _ := c.client.List(context.Background())
+		if len(after) != len(before) {
+			t.Fatalf("%d tasks after a refused submit, %d before", len(after), len(before))
+		}
+	})
+
+	t.Run("list", func(t *testing.T) {
+		out, _, code := c.taskCmd("list")
+		if code != 0 || !strings.Contains(out, "cancelled") || !strings.Contains(out, "failed") {
+			t.Fatalf("list: exit %d:\n%s", code, out)
+		}
+	})
+}
