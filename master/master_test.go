@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -54,6 +57,7 @@ func (c *cluster) startMaster(id string) (m *Master, stop func()) {
 	c.t.Helper()
 	cfg := DefaultConfig()
 	cfg.Servers, cfg.ID, cfg.SessionTimeout, cfg.Resync = []string{c.addr}, id, 2*time.Second, time.Second
+	cfg.MetricsAddr = "127.0.0.1:0"
 	m, err := New(cfg, testutil.TestLogger())
 	if err != nil {
 		c.t.Fatal(err)
@@ -180,9 +184,16 @@ func TestAssignsByCapacityAndPriority(t *testing.T) {
 	low := c.submit(task.Spec{Command: "true"})
 	high := c.submit(task.Spec{Command: "true", Priority: 5})
 	mid := c.submit(task.Spec{Command: "true", Priority: 1})
-	c.startMaster("m1")
+	m, _ := c.startMaster("m1")
 	w := c.worker("w1", 2)
 	testutil.Eventually(t, wait, 10*time.Millisecond, func() bool { return len(w.assignments()) == 2 }, "two assignments")
+	testutil.Eventually(t, wait, 10*time.Millisecond, func() bool {
+		text := metricsText(t, m)
+		return strings.Contains(text, `paddock_master_tasks{state="running"} 2`) &&
+			strings.Contains(text, `paddock_master_tasks{state="pending"} 1`) &&
+			strings.Contains(text, "paddock_master_assignment_latency_seconds_count 2") &&
+			strings.Contains(text, "paddock_master_leader 1") && strings.Contains(text, "paddock_master_workers 1")
+	}, "metrics: 2 running, 1 pending, 2 assignment latencies, leader, 1 worker:\n%s", metricsText(t, m))
 	got := w.assignments()
 	if !slices.Equal(keys(got), []string{high, mid}) {
 		t.Fatalf("assigned %v, want the two of highest priority %v", keys(got), []string{high, mid})
@@ -326,4 +337,18 @@ func TestFencingAndFailover(t *testing.T) {
 	}, "m2 takes over")
 	c.submit(task.Spec{Command: "true"})
 	testutil.Eventually(t, wait, 10*time.Millisecond, func() bool { return len(w.assignments()) == 2 }, "m2 assigns")
+}
+
+func metricsText(t *testing.T, m *Master) string {
+	t.Helper()
+	resp, err := http.Get("http://" + m.Addr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

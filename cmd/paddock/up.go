@@ -23,7 +23,8 @@ func newUpCmd() *cobra.Command {
 		Short: "Run the whole platform in one process: the server and the services on it",
 		Long: `Run the whole platform in one process, on the embedded default: a standalone
 coordination server (data under --data-dir, clients on --client-addr), a master and
-two workers of the task-scheduling cluster.
+two workers of the task-scheduling cluster. The master's /metrics is on
+127.0.0.1:--metrics-port, worker i's on the port after it plus i.
 
 The server reads the server section of --config FILE and PADDOCK_SERVER_* variables, as
 paddock server does; the services connect to it.`,
@@ -38,6 +39,7 @@ paddock server does; the services connect to it.`,
 	f.String("admin-addr", def.AdminAddr, "`host:port` of the admin HTTP server; empty disables it")
 	f.Int("workers", 2, "workers to run")
 	f.Int("capacity", runtime.NumCPU(), "tasks each worker runs at once")
+	f.Int("metrics-port", 8091, "the master serves /metrics on 127.0.0.1 at this `port`, worker i at port+i; 0 for none")
 	return cmd
 }
 
@@ -100,8 +102,15 @@ type upService struct {
 func upServices(cmd *cobra.Command, cfg server.Config, addr string, logger *slog.Logger) ([]upService, error) {
 	n, _ := cmd.Flags().GetInt("workers")
 	capacity, _ := cmd.Flags().GetInt("capacity")
+	port, _ := cmd.Flags().GetInt("metrics-port")
+	metricsAddr := func(i int) string {
+		if port == 0 {
+			return ""
+		}
+		return fmt.Sprintf("127.0.0.1:%d", port+i)
+	}
 	mc := master.DefaultConfig()
-	mc.Servers, mc.ID = []string{addr}, "up-master"
+	mc.Servers, mc.ID, mc.MetricsAddr = []string{addr}, "up-master", metricsAddr(0)
 	m, err := master.New(mc, logger.With("component", "master"))
 	if err != nil {
 		return nil, err
@@ -111,6 +120,7 @@ func upServices(cmd *cobra.Command, cfg server.Config, addr string, logger *slog
 		wc := worker.DefaultConfig()
 		wc.Servers, wc.ID, wc.Capacity = []string{addr}, fmt.Sprintf("up-worker-%d", i), capacity
 		wc.OutputDir = filepath.Join(cfg.DataDir, "worker-"+wc.ID, "output")
+		wc.MetricsAddr = metricsAddr(i)
 		w, err := worker.New(wc, logger.With("component", "worker"))
 		if err != nil {
 			return nil, err

@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/paddock/paddock/coordinator"
 	"github.com/paddock/paddock/internal/testutil"
 	"github.com/paddock/paddock/task"
 )
@@ -121,4 +124,44 @@ func TestCLI(t *testing.T) {
 			t.Fatalf("list: exit %d:\n%s", code, out)
 		}
 	})
+}
+
+// TestUp: paddock up runs the server, a master and two workers in one process; a task
+// submitted to it runs, and SIGTERM stops it all cleanly.
+func TestUp(t *testing.T) {
+	port, err := testutil.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	up, err := testutil.StartChild(t, filepath.Join(dir, "up.log"), nil, paddock.Path(t),
+		"up", "--data-dir", filepath.Join(dir, "data"), "--client-addr", addr, "--admin-addr=", "--metrics-port", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{t: t, addr: addr, layout: task.DefaultLayout}
+	var s *coordinator.Session
+	testutil.Eventually(t, 20*time.Second, 50*time.Millisecond, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		s, err = coordinator.Connect(ctx, coordinator.Config{Servers: []string{addr}, SessionTimeout: 4 * time.Second})
+		return err == nil
+	}, "paddock up serves on %s:\n%s", addr, up.LogTail(20))
+	defer s.Close()
+	c.s, c.client = s, task.NewClient(s, c.layout)
+	testutil.Eventually(t, 20*time.Second, 50*time.Millisecond, func() bool {
+		ws, _, err := s.Conn().Children(c.layout.Workers())
+		return err == nil && len(ws) == 2
+	}, "two workers register")
+	id := c.submit(task.Spec{Command: "sh", Args: []string{"-c", "echo up"}})
+	if tk := c.waitAll([]string{id}, 30*time.Second)[id]; tk.State != task.Done || tk.Status.OutputTail != "up\n" {
+		t.Fatalf("%s: %s, output %q", id, tk.State, tk.Status.OutputTail)
+	}
+	if err := up.Stop(20 * time.Second); err != nil {
+		t.Fatalf("paddock up after SIGTERM: %v\n%s", err, up.LogTail(20))
+	}
+	if problems, _ := up.LogProblems(); len(problems) > 0 {
+		t.Errorf("paddock up's log:\n%s", strings.Join(problems, "\n"))
+	}
 }
