@@ -3,7 +3,6 @@ package master
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"time"
 
@@ -45,26 +44,12 @@ func DefaultConfig() Config {
 // Validate reports every problem of c, each as "key = value: what is allowed", with
 // the keys of the configuration's master section.
 func (c Config) Validate() error {
-	var errs []error
-	bad := func(key string, value any, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s = %v: %s", key, value, fmt.Sprintf(format, args...)))
-	}
-	if len(c.Servers) == 0 {
-		bad("zk", `""`, "want the coordination servers, host:port[,host:port…]")
-	}
-	for _, s := range c.Servers {
-		if _, _, err := net.SplitHostPort(s); err != nil {
-			bad("zk", s, "want host:port")
-		}
-	}
-	if c.SessionTimeout < 100*time.Millisecond {
-		bad("session_timeout", c.SessionTimeout, "want at least 100ms")
-	}
-	if _, err := task.NewLayout(c.Root); err != nil {
-		bad("root", c.Root, "want an absolute path such as / or /paddock")
+	errs := task.CheckConnection(c.Servers, c.SessionTimeout, c.Root)
+	if err := task.CheckListenAddr("metrics_addr", c.MetricsAddr); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Resync <= 0 {
-		bad("resync", c.Resync, "want a positive duration")
+		errs = append(errs, fmt.Errorf("resync = %v: want a positive duration", c.Resync))
 	}
 	return errors.Join(errs...)
 }

@@ -3,7 +3,6 @@ package worker
 import (
 	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -62,23 +61,9 @@ var labelKeyPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$`)
 // Validate reports every problem of c, each as "key = value: what is allowed", with
 // the keys of the configuration's worker section (Servers is zk).
 func (c Config) Validate() error {
-	var errs []error
+	errs := task.CheckConnection(c.Servers, c.SessionTimeout, c.Root)
 	bad := func(key string, value any, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s = %v: %s", key, value, fmt.Sprintf(format, args...)))
-	}
-	if len(c.Servers) == 0 {
-		bad("zk", `""`, "want the coordination servers, host:port[,host:port…]")
-	}
-	for _, s := range c.Servers {
-		if _, _, err := net.SplitHostPort(s); err != nil {
-			bad("zk", s, "want host:port")
-		}
-	}
-	if c.SessionTimeout < 100*time.Millisecond {
-		bad("session_timeout", c.SessionTimeout, "want at least 100ms")
-	}
-	if _, err := task.NewLayout(c.Root); err != nil {
-		bad("root", c.Root, "want an absolute path such as / or /paddock")
 	}
 	if err := task.CheckWorkerID(c.ID); err != nil {
 		bad("id", orEmpty(c.ID), "want 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit, the same across restarts")
@@ -90,10 +75,8 @@ func (c Config) Validate() error {
 	if strings.ContainsRune(c.OutputDir, 0) {
 		bad("output_dir", fmt.Sprintf("%q", c.OutputDir), "contains a NUL byte")
 	}
-	if c.MetricsAddr != "" {
-		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
-			bad("metrics_addr", c.MetricsAddr, "want host:port, or empty for none")
-		}
+	if err := task.CheckListenAddr("metrics_addr", c.MetricsAddr); err != nil {
+		errs = append(errs, err)
 	}
 	if c.KillGrace < 0 {
 		bad("kill_grace", c.KillGrace, "want 0 or more (0 kills at once)")
