@@ -2,10 +2,11 @@
 # Installs the Debian packages the tests need, if any is missing:
 #   zookeeper     Apache ZooKeeper 3.8: the reference server of the conformance suite, and zkCli.sh
 #   python3-kazoo the Python client, for the kazoo recipe tests (runs under /usr/bin/python3)
-# Later suites add mariadb-server (replicator) and chromium (console) to this list.
+#   mariadb-server MariaDB (mariadbd, mariadb-install-db): source and target of the replicator tests
+# The console's suite will add chromium.
 set -euo pipefail
 
-packages=(zookeeper python3-kazoo)
+packages=(zookeeper python3-kazoo mariadb-server)
 
 missing=()
 for p in "${packages[@]}"; do
