@@ -4,13 +4,15 @@ import (
 	"fmt"
 
 	"github.com/paddock/paddock/master"
+	"github.com/paddock/paddock/replicator"
 	"github.com/paddock/paddock/worker"
 )
 
 // The services' sections. Their ZooKeeper servers are the key zk (flag --zk).
 var (
-	masterSection = newSection("master", master.Config{}, map[string]string{"Servers": "zk"})
-	workerSection = newSection("worker", worker.Config{}, map[string]string{"Servers": "zk"})
+	masterSection     = newSection("master", master.Config{}, map[string]string{"Servers": "zk"})
+	workerSection     = newSection("worker", worker.Config{}, map[string]string{"Servers": "zk"})
+	replicatorSection = newSection("replicator", replicator.Config{}, map[string]string{"Servers": "zk"})
 )
 
 // LoadMaster returns a master's configuration: master.DefaultConfig(), then opts.File's
@@ -23,6 +25,13 @@ func LoadMaster(opts Options) (master.Config, error) {
 // worker section, PADDOCK_WORKER_* variables and opts.Flags; validated.
 func LoadWorker(opts Options) (worker.Config, error) {
 	return loadSection(opts, workerSection, worker.DefaultConfig(), worker.Config.Validate)
+}
+
+// LoadReplicator returns a replicator process's configuration: replicator.DefaultConfig(),
+// then opts.File's replicator section, PADDOCK_REPLICATOR_* variables and opts.Flags;
+// validated.
+func LoadReplicator(opts Options) (replicator.Config, error) {
+	return loadSection(opts, replicatorSection, replicator.DefaultConfig(), replicator.Config.Validate)
 }
 
 // loadSection loads section s over the defaults def and validates the result; errors

@@ -39,7 +39,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().String("log-level", "info", "log level: debug, info, warn or error")
 	root.AddCommand(newServerCmd(), newStoreCmd(), newBenchCmd(), newZKCmd(), newVersionCmd(),
-		newMasterCmd(), newWorkerCmd(), newTaskCmd(), newUpCmd())
+		newMasterCmd(), newWorkerCmd(), newTaskCmd(), newUpCmd(), newReplicatorCmd())
 	return root
 }
 

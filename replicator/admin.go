@@ -1,0 +1,246 @@
+package replicator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/paddock/paddock/coordinator"
+)
+
+var (
+	// ErrNoTask says there is no task of that name.
+	ErrNoTask = errors.New("replicator: no such task")
+	// ErrTaskExists says a task of that name exists already.
+	ErrTaskExists = errors.New("replicator: task exists")
+	// ErrEnabled says the task must be disabled first (to delete it).
+	ErrEnabled = errors.New("replicator: task is enabled: disable it first")
+)
+
+// Admin creates, changes and reads task definitions. It is safe for concurrent use.
+type Admin struct {
+	s *coordinator.Session
+	l Layout
+}
+
+// NewAdmin returns the admin of the tasks laid out as l.
+func NewAdmin(s *coordinator.Session, l Layout) *Admin { return &Admin{s: s, l: l} }
+
+// TaskView is a task as an operator sees it: its definition (passwords masked), its
+// instances, its last committed position and its status.
+type TaskView struct {
+	Name       string         `json:"name"`
+	Def        TaskDef        `json:"definition"`
+	Instances  []InstanceView `json:"instances"`
+	LastCommit *LastCommit    `json:"last_commit,omitempty"`
+	Status     *Status        `json:"status,omitempty"`
+}
+
+// InstanceView is one instance node: lowest first, so the first runs.
+type InstanceView struct {
+	Node string `json:"node"`
+	InstanceInfo
+}
+
+// Create validates d and creates the task; nothing is created if d is invalid.
+func (a *Admin) Create(ctx context.Context, name string, d TaskDef) error {
+	now := time.Now().UTC()
+	d.Created, d.Updated = now, now
+	if err := d.Validate(name); err != nil {
+		return err
+	}
+	if err := a.s.MakeDirs(ctx, a.l.Tasks()); err != nil {
+		return fmt.Errorf("replicator: create %s: %w", name, err)
+	}
+	conn := a.s.Conn()
+	ops := []any{
+		&zk.CreateRequest{Path: a.l.Task(name), Data: mustJSON(d), Acl: a.s.ACL()},
+		&zk.CreateRequest{Path: a.l.Instances(name), Acl: a.s.ACL()},
+	}
+	for {
+		err := multiErr(conn.Multi(ops...))
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, zk.ErrNodeExists):
+			return fmt.Errorf("%w: %s", ErrTaskExists, name)
+		case coordinator.IsConnLoss(err) && !coordinator.WriteNotSent(err):
+			// Applied or not: a second try tells (it finds the task, ours or not).
+			if _, _, gerr := conn.Get(a.l.Task(name)); gerr == nil {
+				return nil
+			}
+		}
+		if err := a.s.WaitToRetry(ctx, err); err != nil {
+			return fmt.Errorf("replicator: create %s: %w", name, err)
+		}
+	}
+}
+
+// Update applies change to the task's definition and stores it if it is still valid,
+// with a version check (a concurrent update makes it read and apply again).
+func (a *Admin) Update(ctx context.Context, name string, change func(*TaskDef) error) (TaskDef, error) {
+	conn := a.s.Conn()
+	for {
+		var d TaskDef
+		data, st, err := conn.Get(a.l.Task(name))
+		if err == nil {
+			err = json.Unmarshal(data, &d)
+		}
+		if errors.Is(err, zk.ErrNoNode) {
+			return TaskDef{}, fmt.Errorf("%w: %s", ErrNoTask, name)
+		}
+		if err == nil {
+			if err := change(&d); err != nil {
+				return TaskDef{}, err
+			}
+			d.Updated = time.Now().UTC()
+			if err := d.Validate(name); err != nil {
+				return TaskDef{}, err
+			}
+			_, err = conn.Set(a.l.Task(name), mustJSON(d), st.Version)
+			if err == nil {
+				return d.Redacted(), nil
+			}
+			if errors.Is(err, zk.ErrBadVersion) {
+				continue
+			}
+		}
+		if err := a.s.WaitToRetry(ctx, err); err != nil {
+			return TaskDef{}, fmt.Errorf("replicator: update %s: %w", name, err)
+		}
+	}
+}
+
+// SetEnabled enables or disables the task: its running instance starts or stops.
+func (a *Admin) SetEnabled(ctx context.Context, name string, enabled bool) error {
+	_, err := a.Update(ctx, name, func(d *TaskDef) error { d.Enabled = enabled; return nil })
+	return err
+}
+
+// Delete removes a disabled task and what hangs under it.
+func (a *Admin) Delete(ctx context.Context, name string) error {
+	v, err := a.Get(ctx, name)
+	if err != nil {
+		return err
+	}
+	if v.Def.Enabled {
+		return fmt.Errorf("%w: %s", ErrEnabled, name)
+	}
+	conn := a.s.Conn()
+	var ops []any
+	for _, in := range v.Instances {
+		ops = append(ops, &zk.DeleteRequest{Path: a.l.Instance(name, in.Node), Version: -1})
+	}
+	ops = append(ops, &zk.DeleteRequest{Path: a.l.Instances(name), Version: -1})
+	for _, p := range []string{a.l.LastCommit(name), a.l.Status(name)} {
+		if ok, _, _ := conn.Exists(p); ok {
+			ops = append(ops, &zk.DeleteRequest{Path: p, Version: -1})
+		}
+	}
+	ops = append(ops, &zk.DeleteRequest{Path: a.l.Task(name), Version: -1})
+	if err := multiErr(conn.Multi(ops...)); err != nil {
+		return fmt.Errorf("replicator: delete %s: %w (try again)", name, err)
+	}
+	return nil
+}
+
+// Get returns the task, its passwords masked.
+func (a *Admin) Get(ctx context.Context, name string) (*TaskView, error) {
+	if err := CheckTaskName(name); err != nil {
+		return nil, err
+	}
+	v := &TaskView{Name: name}
+	if err := a.readJSON(ctx, a.l.Task(name), &v.Def); err != nil {
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil, fmt.Errorf("%w: %s", ErrNoTask, name)
+		}
+		return nil, err
+	}
+	v.Def = v.Def.Redacted()
+	nodes, err := a.children(ctx, a.l.Instances(name))
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range sortInstances(nodes) {
+		var in InstanceView
+		if err := a.readJSON(ctx, a.l.Instance(name, n), &in.InstanceInfo); err == nil {
+			in.Node = n
+			v.Instances = append(v.Instances, in)
+		}
+	}
+	var lc LastCommit
+	if err := a.readJSON(ctx, a.l.LastCommit(name), &lc); err == nil {
+		v.LastCommit = &lc
+	}
+	var st Status
+	if err := a.readJSON(ctx, a.l.Status(name), &st); err == nil {
+		v.Status = &st
+	}
+	return v, nil
+}
+
+// List returns every task, by name.
+func (a *Admin) List(ctx context.Context) ([]*TaskView, error) {
+	names, err := a.children(ctx, a.l.Tasks())
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(names)
+	var out []*TaskView
+	for _, n := range names {
+		v, err := a.Get(ctx, n)
+		if errors.Is(err, ErrNoTask) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func (a *Admin) children(ctx context.Context, p string) ([]string, error) {
+	for {
+		names, _, err := a.s.Conn().Children(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil, nil
+		}
+		if err == nil {
+			return names, nil
+		}
+		if err := a.s.WaitToRetry(ctx, err); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (a *Admin) readJSON(ctx context.Context, p string, v any) error {
+	for {
+		data, _, err := a.s.Conn().Get(p)
+		if err == nil {
+			return json.Unmarshal(data, v)
+		}
+		if errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		if err := a.s.WaitToRetry(ctx, err); err != nil {
+			return err
+		}
+	}
+}
+
+// multiErr returns the error of a multi: the call's, or the first failed op's.
+func multiErr(res []zk.MultiResponse, err error) error {
+	for _, r := range res {
+		if r.Error != nil {
+			return r.Error
+		}
+	}
+	return err
+}

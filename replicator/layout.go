@@ -1,0 +1,36 @@
+package replicator
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Layout is the replication bus's znode layout (see the package doc) under a root.
+type Layout struct{ root string }
+
+// NewLayout returns the layout under root ("/" when empty).
+func NewLayout(root string) (Layout, error) {
+	if root == "" {
+		root = "/"
+	}
+	if !strings.HasPrefix(root, "/") || path.Clean(root) != root {
+		return Layout{}, fmt.Errorf("replicator: root %q: want an absolute path such as / or /paddock", root)
+	}
+	return Layout{root: root}, nil
+}
+
+func (l Layout) join(elem ...string) string {
+	r := l.root
+	if r == "" {
+		r = "/"
+	}
+	return path.Join(append([]string{r, "mysql_replicator"}, elem...)...)
+}
+
+func (l Layout) Tasks() string                     { return l.join("tasks") }
+func (l Layout) Task(name string) string           { return l.join("tasks", name) }
+func (l Layout) Instances(name string) string      { return l.join("tasks", name, "instances") }
+func (l Layout) Instance(name, node string) string { return l.join("tasks", name, "instances", node) }
+func (l Layout) LastCommit(name string) string     { return l.join("tasks", name, "lastCommit") }
+func (l Layout) Status(name string) string         { return l.join("tasks", name, "status") }

@@ -1,0 +1,147 @@
+package replicator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/paddock/paddock/coordinator"
+)
+
+// Replicator is one replicator process: it stands for its tasks (hot mode) or claims
+// unserved ones (cold mode) and runs those it leads.
+type Replicator struct {
+	cfg     Config
+	host    string
+	layout  Layout
+	logger  *slog.Logger
+	metrics *metrics
+	ln      net.Listener
+	s       *coordinator.Session // set by Run
+}
+
+// New checks cfg and returns a replicator; it opens the metrics listener, if any.
+func New(cfg Config, logger *slog.Logger) (*Replicator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	layout, _ := NewLayout(cfg.Root)
+	r := &Replicator{cfg: cfg, host: cfg.host(), layout: layout, logger: logger, metrics: newMetrics()}
+	if cfg.MetricsAddr != "" {
+		ln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			return nil, fmt.Errorf("replicator: metrics_addr: %w", err)
+		}
+		r.ln = ln
+	}
+	return r, nil
+}
+
+// Addr returns the metrics listener's address, or "".
+func (r *Replicator) Addr() string {
+	if r.ln == nil {
+		return ""
+	}
+	return r.ln.Addr().String()
+}
+
+// Run serves until ctx ends, then stops its runs, deletes its instance nodes and
+// returns nil; it returns an error if it cannot connect.
+func (r *Replicator) Run(ctx context.Context) error {
+	if r.ln != nil {
+		srv := &http.Server{Handler: promhttp.HandlerFor(r.metrics.reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+		go srv.Serve(r.ln)
+		defer srv.Close()
+	}
+	s, err := coordinator.Connect(ctx, coordinator.Config{Servers: r.cfg.Servers, SessionTimeout: r.cfg.SessionTimeout, Logger: r.logger})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("replicator: %w", err)
+	}
+	defer s.Close()
+	r.s = s
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if r.cfg.Mode == "hot" {
+		for _, t := range r.cfg.Tasks {
+			in := &instance{r: r, task: t, logger: r.logger.With("task", t)}
+			wg.Go(func() { in.serve(ctx) })
+		}
+		<-ctx.Done()
+		return nil
+	}
+	r.scan(ctx, &wg)
+	return nil
+}
+
+// scan is the cold standby: it looks for enabled tasks that no instance serves, on
+// every change of the task list and every ScanInterval, and claims them.
+func (r *Replicator) scan(ctx context.Context, wg *sync.WaitGroup) {
+	serving := map[string]bool{}
+	var mu sync.Mutex // guards serving
+	conn := r.s.Conn()
+	for ctx.Err() == nil {
+		names, _, ev, err := conn.ChildrenW(r.layout.Tasks())
+		if errors.Is(err, zk.ErrNoNode) {
+			err = r.s.MakeDirs(ctx, r.layout.Tasks())
+			continue
+		}
+		if err != nil {
+			if r.s.WaitToRetry(ctx, err) != nil {
+				return
+			}
+			continue
+		}
+		for _, t := range names {
+			mu.Lock()
+			busy := serving[t]
+			mu.Unlock()
+			if busy || len(r.cfg.Tasks) > 0 && !slices.Contains(r.cfg.Tasks, t) || !r.unserved(t) {
+				continue
+			}
+			r.logger.Info("cold standby claims an unserved task", "task", t)
+			mu.Lock()
+			serving[t] = true
+			mu.Unlock()
+			in := &instance{r: r, task: t, cold: true, logger: r.logger.With("task", t)}
+			wg.Go(func() {
+				in.serve(ctx)
+				mu.Lock()
+				delete(serving, t)
+				mu.Unlock()
+			})
+		}
+		select {
+		case <-ev:
+		case <-time.After(r.cfg.ScanInterval):
+		case <-ctx.Done():
+		}
+	}
+}
+
+// unserved says the task is enabled and has no instance.
+func (r *Replicator) unserved(t string) bool {
+	conn := r.s.Conn()
+	var def TaskDef
+	data, _, err := conn.Get(r.layout.Task(t))
+	if err != nil || jsonUnmarshal(data, &def) != nil || !def.Enabled {
+		return false
+	}
+	nodes, _, err := conn.Children(r.layout.Instances(t))
+	return err == nil && len(nodes) == 0 || errors.Is(err, zk.ErrNoNode)
+}
