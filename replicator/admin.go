@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/paddock/paddock/coordinator"
+	"github.com/paddock/paddock/replicator/apply"
 )
 
 var (
@@ -39,6 +40,8 @@ type TaskView struct {
 	Instances  []InstanceView `json:"instances"`
 	LastCommit *LastCommit    `json:"last_commit,omitempty"`
 	Status     *Status        `json:"status,omitempty"`
+	// Health is the monitor's last verdict, if a monitor has judged the task.
+	Health *Health `json:"health,omitempty"`
 }
 
 // InstanceView is one instance node: lowest first, so the first runs.
@@ -181,7 +184,35 @@ func (a *Admin) Get(ctx context.Context, name string) (*TaskView, error) {
 	if err := a.readJSON(ctx, a.l.Status(name), &st); err == nil {
 		v.Status = &st
 	}
+	var report MonitorReport
+	if err := a.readJSON(ctx, a.l.Monitor(), &report); err == nil {
+		if h, ok := report.Tasks[name]; ok {
+			v.Health = &h
+		}
+	}
 	return v, nil
+}
+
+// Resnapshot makes a disabled task copy the source's rows afresh when it is next
+// enabled: it clears the task's checkpoint in the target. It is the remedy for a
+// position the source has purged, and is needed after changing what the task
+// includes.
+func (a *Admin) Resnapshot(ctx context.Context, name string) error {
+	var d TaskDef
+	if err := a.readJSON(ctx, a.l.Task(name), &d); err != nil {
+		if errors.Is(err, zk.ErrNoNode) {
+			return fmt.Errorf("%w: %s", ErrNoTask, name)
+		}
+		return err
+	}
+	if d.Enabled {
+		return fmt.Errorf("%w: %s", ErrEnabled, name)
+	}
+	cp, found, err := apply.ReadCheckpoint(ctx, d.Target, name)
+	if err != nil || !found {
+		return err
+	}
+	return apply.ResetCheckpoint(ctx, d.Target, name, cp.OwnerEpoch)
 }
 
 // List returns every task, by name.

@@ -31,17 +31,20 @@ type Config struct {
 	ScanInterval time.Duration
 	// LagThreshold: a running task further behind than this is reported as lagging.
 	LagThreshold time.Duration
+	// MonitorInterval is how often the elected monitor checks every task.
+	MonitorInterval time.Duration
 }
 
 // DefaultConfig returns the defaults: hot mode, a 10 s session.
 func DefaultConfig() Config {
 	return Config{
-		Servers:        []string{"127.0.0.1:2181"},
-		SessionTimeout: 10 * time.Second,
-		Root:           "/",
-		Mode:           "hot",
-		ScanInterval:   5 * time.Second,
-		LagThreshold:   30 * time.Second,
+		Servers:         []string{"127.0.0.1:2181"},
+		SessionTimeout:  10 * time.Second,
+		Root:            "/",
+		Mode:            "hot",
+		ScanInterval:    5 * time.Second,
+		LagThreshold:    30 * time.Second,
+		MonitorInterval: 5 * time.Second,
 	}
 }
 
@@ -67,6 +70,9 @@ func (c Config) Validate() error {
 	}
 	if c.ScanInterval <= 0 {
 		errs = append(errs, fmt.Errorf("scan_interval = %v: want a positive duration", c.ScanInterval))
+	}
+	if c.MonitorInterval <= 0 {
+		errs = append(errs, fmt.Errorf("monitor_interval = %v: want a positive duration", c.MonitorInterval))
 	}
 	if c.LagThreshold <= 0 {
 		errs = append(errs, fmt.Errorf("lag_threshold = %v: want a positive duration", c.LagThreshold))

@@ -306,19 +306,7 @@ func (in *instance) setState(node, state string) {
 // writeStatus writes the task's status node, creating it if needed.
 func (in *instance) writeStatus(st Status) { in.writeNode(in.r.layout.Status(in.task), mustJSON(st)) }
 
-func (in *instance) writeNode(p string, data []byte) {
-	conn := in.r.s.Conn()
-	_, err := conn.Set(p, data, -1)
-	if errors.Is(err, zk.ErrNoNode) {
-		_, err = conn.Create(p, data, 0, in.r.s.ACL())
-		if errors.Is(err, zk.ErrNodeExists) {
-			_, err = conn.Set(p, data, -1)
-		}
-	}
-	if err != nil {
-		in.logger.Debug("not written", "path", p, "err", err)
-	}
-}
+func (in *instance) writeNode(p string, data []byte) { in.r.writeNode(p, data) }
 
 // sortInstances orders instance nodes (<host>_<10-digit sequence>, maybe with the
 // protected-create prefix) by sequence.

@@ -34,3 +34,7 @@ func (l Layout) Instances(name string) string      { return l.join("tasks", name
 func (l Layout) Instance(name, node string) string { return l.join("tasks", name, "instances", node) }
 func (l Layout) LastCommit(name string) string     { return l.join("tasks", name, "lastCommit") }
 func (l Layout) Status(name string) string         { return l.join("tasks", name, "status") }
+
+// Monitor holds the elected monitor's report; MonitorLeader is its election node.
+func (l Layout) Monitor() string       { return l.join("monitor") }
+func (l Layout) MonitorLeader() string { return l.join("monitor-leader") }

@@ -14,6 +14,7 @@ type metrics struct {
 	behind     *prometheus.GaugeVec
 	rowsPerSec *prometheus.GaugeVec
 	errors     *prometheus.CounterVec
+	health     *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -36,7 +37,11 @@ func newMetrics() *metrics {
 			Name: "paddock_replicator_run_errors_total", Help: "Runs of the task that ended in an error.",
 		}, task),
 	}
-	m.reg.MustRegister(m.running, m.lag, m.behind, m.rowsPerSec, m.errors)
+	m.health = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "paddock_replicator_task_health",
+		Help: "1 for the task's health as the monitor judges it (in the elected monitor's process): ok, lagging, error, unserved, stale, disabled.",
+	}, []string{"task", "health"})
+	m.reg.MustRegister(m.running, m.lag, m.behind, m.rowsPerSec, m.errors, m.health)
 	return m
 }
 

@@ -77,6 +77,7 @@ func (r *Replicator) Run(ctx context.Context) error {
 	r.s = s
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	wg.Go(func() { r.monitor(ctx, r.cfg.MonitorInterval) })
 	if r.cfg.Mode == "hot" {
 		for _, t := range r.cfg.Tasks {
 			in := &instance{r: r, task: t, logger: r.logger.With("task", t)}

@@ -37,6 +37,8 @@ FILE, PADDOCK_REPLICATOR_* environment variables, then the flags below.`,
 	f.String("root", def.Root, "`path` /mysql_replicator lives under")
 	f.Duration("session-timeout", def.SessionTimeout, "ZooKeeper session timeout: a standby takes over about this long after the running instance dies")
 	f.String("metrics-addr", def.MetricsAddr, "`host:port` to serve /metrics on; empty for none")
+	f.Duration("lag-threshold", def.LagThreshold, "a task further behind its source is flagged as lagging")
+	f.Duration("monitor-interval", def.MonitorInterval, "how often the elected monitor checks every task")
 	cmd.AddCommand(newReplicatorTaskCmd())
 	return cmd
 }
@@ -89,7 +91,7 @@ operation fails, 2 on bad usage.`,
 		return t.finish(c, &exitError{code: 2, err: err, usage: true})
 	})
 	cmd.AddCommand(t.defineCmd("create"), t.defineCmd("update"), t.enableCmd(true), t.enableCmd(false),
-		t.deleteCmd(), t.getCmd(), t.listCmd())
+		t.deleteCmd(), t.resnapshotCmd(), t.getCmd(), t.listCmd())
 	return cmd
 }
 
@@ -180,6 +182,14 @@ func (t *replicatorTaskCLI) deleteCmd() *cobra.Command {
 	})
 }
 
+func (t *replicatorTaskCLI) resnapshotCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "resnapshot NAME",
+		Short: "Make a disabled task copy the source's rows afresh when enabled (after a purged position, or new includes)"}
+	return t.subcommand(cmd, cobra.ExactArgs(1), func(ctx context.Context, a *replicator.Admin, _ *cobra.Command, args []string) error {
+		return a.Resnapshot(ctx, args[0])
+	})
+}
+
 func (t *replicatorTaskCLI) getCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "get NAME", Short: "Print a task as JSON: definition, instances, lastCommit, status"}
 	return t.subcommand(cmd, cobra.ExactArgs(1), func(ctx context.Context, a *replicator.Admin, cmd *cobra.Command, args []string) error {
@@ -199,16 +209,19 @@ func (t *replicatorTaskCLI) listCmd() *cobra.Command {
 			return err
 		}
 		w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "NAME\tENABLED\tSTATE\tRUNNING\tSTANDBY\tLAG\tLAST ERROR")
+		fmt.Fprintln(w, "NAME\tENABLED\tHEALTH\tSTATE\tRUNNING\tSTANDBY\tLAG\tLAST ERROR")
 		for _, v := range views {
-			state, lag, lastErr, running := "-", "-", "", "-"
+			state, lag, lastErr, running, health := "-", "-", "", "-", "-"
+			if v.Health != nil {
+				health = v.Health.State
+			}
 			if v.Status != nil {
 				state, lag, lastErr = v.Status.State, fmt.Sprintf("%.1fs", v.Status.LagSeconds), v.Status.LastError
 			}
 			if len(v.Instances) > 0 {
 				running = v.Instances[0].Host
 			}
-			fmt.Fprintf(w, "%s\t%v\t%s\t%s\t%d\t%s\t%s\n", v.Name, v.Def.Enabled, state, running,
+			fmt.Fprintf(w, "%s\t%v\t%s\t%s\t%s\t%d\t%s\t%s\n", v.Name, v.Def.Enabled, health, state, running,
 				max(len(v.Instances)-1, 0), lag, lastErr)
 		}
 		return w.Flush()
