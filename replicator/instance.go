@@ -239,21 +239,51 @@ func (in *instance) runUntil(ctx context.Context, node string, epoch int64, def 
 		case err == nil || errors.Is(err, context.Canceled):
 			return true // the definition changed: read it again
 		}
+		in.r.metrics.errors.WithLabelValues(in.task).Inc()
 		wait := backoff
 		if !apply.Retryable(err) {
 			wait = maxBackoff
 		}
 		in.logger.Warn("task run failed; trying again", "err", err, "in", wait)
-		select {
-		case <-time.After(wait):
-		case <-defChanged:
+		switch in.backoff(ctx, wait, run, err, defChanged, nodeGone) {
+		case backoffDefChanged:
 			return true
-		case <-nodeGone:
-			return false
-		case <-ctx.Done():
+		case backoffStop:
 			return false
 		}
 		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+type backoffEnd int
+
+const (
+	backoffDone backoffEnd = iota
+	backoffDefChanged
+	backoffStop
+)
+
+// backoff waits before the next run, writing the failed run's status every second
+// meanwhile, so that it stays fresh (the monitor flags a stale one).
+func (in *instance) backoff(ctx context.Context, wait time.Duration, run *taskRun, runErr error,
+	defChanged, nodeGone <-chan zk.Event) backoffEnd {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		select {
+		case <-timer.C:
+			return backoffDone
+		case <-tick.C:
+			run.finish(runErr)
+		case <-defChanged:
+			return backoffDefChanged
+		case <-nodeGone:
+			return backoffStop
+		case <-ctx.Done():
+			return backoffStop
+		}
 	}
 }
 

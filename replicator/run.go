@@ -83,7 +83,6 @@ func (r *taskRun) write(runErr error) {
 	}
 	if runErr != nil {
 		st.State, st.LastError = "retrying", runErr.Error()
-		r.in.r.metrics.errors.WithLabelValues(r.in.task).Inc()
 	}
 	if st.LagSeconds > r.in.r.cfg.LagThreshold.Seconds() && st.State == "running" {
 		st.State = "lagging"

@@ -110,10 +110,19 @@ func TestHotFailover(t *testing.T) {
 	testutil.Eventually(t, 3*sessionTimeout+5*time.Second, 20*time.Millisecond, func() bool { return b.runningHost("shop") == "r2" },
 		"r2 takes over\n%s", b.tails())
 	failover := time.Since(killed)
+	// Applying resumed: the target gains rows the writer committed after the takeover.
+	var before int
+	b.dst.QueryRow("SELECT COUNT(*) FROM shop.orders").Scan(&before)
+	testutil.Eventually(t, 20*time.Second, 10*time.Millisecond, func() bool {
+		var now int
+		return b.dst.QueryRow("SELECT COUNT(*) FROM shop.orders").Scan(&now) == nil && now > before
+	}, "r2 applies")
+	resumed := time.Since(killed)
 	time.Sleep(time.Second)
 	n := w.halt(t)
 	b.waitEqual(30*time.Second, "shop.orders", "shop.stock")
-	t.Logf("%d transactions; r2 took over %v after r1 was killed", n, failover.Round(time.Millisecond))
+	t.Logf("%d transactions; r2 took over %v after r1 was killed, and applied again %v after it",
+		n, failover.Round(time.Millisecond), resumed.Round(time.Millisecond))
 	if failover > sessionTimeout+3*time.Second {
 		t.Errorf("failover took %v, want about the session timeout (%v)", failover, sessionTimeout)
 	}
