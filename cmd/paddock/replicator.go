@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -61,38 +60,22 @@ func runReplicator(cmd *cobra.Command, _ []string) error {
 	return r.Run(cmd.Context())
 }
 
-// replicatorTaskCLI is paddock replicator task: it shares paddock zk's connection
-// handling and exit statuses.
-type replicatorTaskCLI struct {
-	zkCLI
-	root string
-}
+// replicatorTaskCLI is paddock replicator task.
+type replicatorTaskCLI struct{ serviceCLI }
 
 func newReplicatorTaskCmd() *cobra.Command {
-	t := &replicatorTaskCLI{zkCLI: zkCLI{exit: os.Exit, name: "paddock replicator task"}}
+	t := &replicatorTaskCLI{serviceCLI{zkCLI: zkCLI{exit: os.Exit, name: "paddock replicator task"}}}
 	cmd := &cobra.Command{
 		Use:   "task",
 		Short: "Create, change, enable, disable, delete and show replication tasks",
 		Long: `Create, change, enable, disable, delete and show replication tasks. Passwords in the
 DSNs are stored and never printed back. The exit status is 0 on success, 1 when the
 operation fails, 2 on bad usage.`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			return t.finish(c, usageError("missing command: create, update, enable, disable, delete, get or list"))
-		},
 	}
-	pf := cmd.PersistentFlags()
-	pf.StringVar(&t.servers, "zk", "127.0.0.1:2181", "`host:port`[,host:port...] of the coordination servers")
-	pf.StringVar(&t.root, "root", "/", "`path` /mysql_replicator lives under")
-	pf.StringArrayVar(&t.auth, "auth", nil, "add `scheme:credentials` to the session (repeatable)")
-	pf.DurationVar(&t.timeout, "timeout", 10*time.Second, "bound on connecting and on each operation")
-	t.sessionTimeout = 15 * time.Second
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return t.finish(c, &exitError{code: 2, err: err, usage: true})
-	})
-	cmd.AddCommand(t.defineCmd("create"), t.defineCmd("update"), t.enableCmd(true), t.enableCmd(false),
+	return t.setup(cmd, "`path` /mysql_replicator lives under", "timeout",
+		"create, update, enable, disable, delete, resnapshot, get or list",
+		t.defineCmd("create"), t.defineCmd("update"), t.enableCmd(true), t.enableCmd(false),
 		t.deleteCmd(), t.resnapshotCmd(), t.getCmd(), t.listCmd())
-	return cmd
 }
 
 type replicatorAction func(ctx context.Context, a *replicator.Admin, cmd *cobra.Command, args []string) error

@@ -18,16 +18,10 @@ import (
 // It shares paddock zk's connection flags and exit statuses (zkCLI), with --zk for the
 // servers; wait exits with the task's exit code.
 
-type taskCLI struct {
-	zkCLI
-	root string
-}
+type taskCLI struct{ serviceCLI }
 
 func newTaskCmd() *cobra.Command {
-	return newTaskCommand(&taskCLI{zkCLI: zkCLI{exit: os.Exit, name: "paddock task"}})
-}
-
-func newTaskCommand(t *taskCLI) *cobra.Command {
+	t := &taskCLI{serviceCLI{zkCLI: zkCLI{exit: os.Exit, name: "paddock task"}}}
 	cmd := &cobra.Command{
 		Use:   "task",
 		Short: "Submit, inspect, cancel and wait for tasks of the task-scheduling cluster",
@@ -37,22 +31,9 @@ master and paddock worker).
 The exit status is 0 on success, 1 when the operation fails, 2 on bad usage; wait exits
 with the task's exit code (1 if it ended without one: cancelled, timed out, or its
 command could not start).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return t.finish(cmd, usageError("missing command: submit, get, list, cancel or wait"))
-		},
 	}
-	pf := cmd.PersistentFlags()
-	pf.StringVar(&t.servers, "zk", "127.0.0.1:2181", "`host:port`[,host:port...] of the coordination servers")
-	pf.StringVar(&t.root, "root", "/", "`path` the cluster's nodes live under")
-	pf.StringArrayVar(&t.auth, "auth", nil, "add `scheme:credentials` to the session (repeatable)")
-	pf.DurationVar(&t.timeout, "timeout-connect", 10*time.Second, "bound on connecting and on each operation")
-	t.sessionTimeout = 15 * time.Second
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return t.finish(c, &exitError{code: 2, err: err, usage: true})
-	})
-	cmd.AddCommand(t.submitCmd(), t.getCmd(), t.listCmd(), t.cancelCmd(), t.waitCmd())
-	return cmd
+	return t.setup(cmd, "`path` the cluster's nodes live under", "timeout-connect", "submit, get, list, cancel or wait",
+		t.submitCmd(), t.getCmd(), t.listCmd(), t.cancelCmd(), t.waitCmd())
 }
 
 // taskAction is what a subcommand does with a connected task client.
