@@ -1,0 +1,82 @@
+package logcollector
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/paddock/paddock/task"
+)
+
+// Config configures a paddock logcollector process — a collector that also stands
+// for election as the rebalancer: the keys of the logcollector section.
+type Config struct {
+	// Servers are the coordination servers (key zk, flag --zk).
+	Servers        []string
+	SessionTimeout time.Duration
+	// Root is the path /logs lives under.
+	Root string
+	// Host is the collector's id, stable across restarts; empty means the host name.
+	Host string
+	// Sink is the directory of the JSON-lines files, one per source, or "-" for stdout.
+	Sink string
+	// StatusInterval is how often the collector writes its status.
+	StatusInterval time.Duration
+	// PollInterval is how often files are checked for new lines, rotation and new
+	// matches.
+	PollInterval time.Duration
+	// Grace: a collector whose status is older than this is lost, and its sources go
+	// to the others.
+	Grace time.Duration
+	// RebalanceInterval is how often the elected rebalancer polls the collectors.
+	RebalanceInterval time.Duration
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		Servers:           []string{"127.0.0.1:2181"},
+		SessionTimeout:    10 * time.Second,
+		Root:              "/",
+		Sink:              "data/logs",
+		StatusInterval:    time.Second,
+		PollInterval:      200 * time.Millisecond,
+		Grace:             10 * time.Second,
+		RebalanceInterval: time.Second,
+	}
+}
+
+// Validate reports every problem of c as "key = value: what is allowed".
+func (c Config) Validate() error {
+	errs := task.CheckConnection(c.Servers, c.SessionTimeout, c.Root)
+	if c.Host != "" {
+		if err := CheckID("collector", c.Host); err != nil {
+			errs = append(errs, fmt.Errorf("host = %s: %w", c.Host, err))
+		}
+	}
+	if c.Sink == "" {
+		errs = append(errs, errors.New(`sink = "": want a directory, or - for stdout`))
+	}
+	for key, d := range map[string]time.Duration{"status_interval": c.StatusInterval, "poll_interval": c.PollInterval,
+		"grace": c.Grace, "rebalance_interval": c.RebalanceInterval} {
+		if d < time.Millisecond {
+			errs = append(errs, fmt.Errorf("%s = %v: want at least 1ms", key, d))
+		}
+	}
+	if c.Grace > 0 && c.Grace <= 2*c.StatusInterval {
+		errs = append(errs, fmt.Errorf("grace = %v: want more than twice status_interval (%v), or live collectors look lost", c.Grace, c.StatusInterval))
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) host() string {
+	if c.Host != "" {
+		return c.Host
+	}
+	h, err := os.Hostname()
+	if err != nil || CheckID("collector", h) != nil {
+		return "collector"
+	}
+	return h
+}
