@@ -3,6 +3,7 @@ package configs
 import (
 	"fmt"
 
+	"github.com/paddock/paddock/logcollector"
 	"github.com/paddock/paddock/master"
 	"github.com/paddock/paddock/replicator"
 	"github.com/paddock/paddock/worker"
@@ -10,9 +11,10 @@ import (
 
 // The services' sections. Their ZooKeeper servers are the key zk (flag --zk).
 var (
-	masterSection     = newSection("master", master.Config{}, map[string]string{"Servers": "zk"})
-	workerSection     = newSection("worker", worker.Config{}, map[string]string{"Servers": "zk"})
-	replicatorSection = newSection("replicator", replicator.Config{}, map[string]string{"Servers": "zk"})
+	masterSection       = newSection("master", master.Config{}, map[string]string{"Servers": "zk"})
+	workerSection       = newSection("worker", worker.Config{}, map[string]string{"Servers": "zk"})
+	replicatorSection   = newSection("replicator", replicator.Config{}, map[string]string{"Servers": "zk"})
+	logcollectorSection = newSection("logcollector", logcollector.Config{}, map[string]string{"Servers": "zk"})
 )
 
 // LoadMaster returns a master's configuration: master.DefaultConfig(), then opts.File's
@@ -32,6 +34,13 @@ func LoadWorker(opts Options) (worker.Config, error) {
 // validated.
 func LoadReplicator(opts Options) (replicator.Config, error) {
 	return loadSection(opts, replicatorSection, replicator.DefaultConfig(), replicator.Config.Validate)
+}
+
+// LoadLogCollector returns a log collector's configuration: logcollector.DefaultConfig(),
+// then opts.File's logcollector section, PADDOCK_LOGCOLLECTOR_* variables and
+// opts.Flags; validated.
+func LoadLogCollector(opts Options) (logcollector.Config, error) {
+	return loadSection(opts, logcollectorSection, logcollector.DefaultConfig(), logcollector.Config.Validate)
 }
 
 // loadSection loads section s over the defaults def and validates the result; errors

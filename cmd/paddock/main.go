@@ -10,6 +10,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -39,12 +40,15 @@ func newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().String("log-level", "info", "log level: debug, info, warn or error")
 	root.AddCommand(newServerCmd(), newStoreCmd(), newBenchCmd(), newZKCmd(), newVersionCmd(),
-		newMasterCmd(), newWorkerCmd(), newTaskCmd(), newUpCmd(), newReplicatorCmd())
+		newMasterCmd(), newWorkerCmd(), newTaskCmd(), newUpCmd(), newReplicatorCmd(), newLogCollectorCmd())
 	return root
 }
 
 // newLogger returns a text logger on stderr at the level of cmd's --log-level.
-func newLogger(cmd *cobra.Command) (*slog.Logger, error) {
+func newLogger(cmd *cobra.Command) (*slog.Logger, error) { return newLoggerTo(cmd, os.Stderr) }
+
+// newLoggerTo returns a text logger writing to w at the level of cmd's --log-level.
+func newLoggerTo(cmd *cobra.Command, w io.Writer) (*slog.Logger, error) {
 	s, err := cmd.Flags().GetString("log-level")
 	if err != nil {
 		return nil, err
@@ -53,5 +57,5 @@ func newLogger(cmd *cobra.Command) (*slog.Logger, error) {
 	if err := level.UnmarshalText([]byte(s)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})), nil
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), nil
 }

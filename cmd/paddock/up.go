@@ -4,14 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/paddock/paddock/configs"
+	"github.com/paddock/paddock/coordinator"
+	"github.com/paddock/paddock/logcollector"
 	"github.com/paddock/paddock/master"
 	"github.com/paddock/paddock/server"
 	"github.com/paddock/paddock/worker"
@@ -23,8 +28,9 @@ func newUpCmd() *cobra.Command {
 		Short: "Run the whole platform in one process: the server and the services on it",
 		Long: `Run the whole platform in one process, on the embedded default: a standalone
 coordination server (data under --data-dir, clients on --client-addr), a master and
-two workers of the task-scheduling cluster. The master's /metrics is on
-127.0.0.1:--metrics-port, worker i's on the port after it plus i.
+two workers of the task-scheduling cluster, and a log collector (also the rebalancer)
+collecting the platform's own log, <data-dir>/paddock.log, into <data-dir>/logs. The
+master's /metrics is on 127.0.0.1:--metrics-port, worker i's on the port after it plus i.
 
 The server reads the server section of --config FILE and PADDOCK_SERVER_* variables, as
 paddock server does; the services connect to it.`,
@@ -44,12 +50,22 @@ paddock server does; the services connect to it.`,
 }
 
 func runUp(cmd *cobra.Command, _ []string) error {
-	logger, err := newLogger(cmd)
+	file, _ := cmd.Flags().GetString("config")
+	cfg, err := configs.LoadServer(configs.Options{File: file, Flags: cmd.Flags()})
 	if err != nil {
 		return err
 	}
-	file, _ := cmd.Flags().GetString("config")
-	cfg, err := configs.LoadServer(configs.Options{File: file, Flags: cmd.Flags(), Logger: logger})
+	// The platform's log goes to stderr and to data/paddock.log, the demo source the
+	// log collector collects.
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return err
+	}
+	logFile, err := os.OpenFile(filepath.Join(cfg.DataDir, upLogName), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o640)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	logger, err := newLoggerTo(cmd, io.MultiWriter(os.Stderr, logFile))
 	if err != nil {
 		return err
 	}
@@ -62,6 +78,9 @@ func runUp(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	services, err := upServices(cmd, cfg, srv.Addr().String(), logger)
+	if err == nil {
+		err = addDemoSource(cmd.Context(), srv.Addr().String(), cfg.DataDir)
+	}
 	if err != nil {
 		return errors.Join(err, srv.Close())
 	}
@@ -127,5 +146,38 @@ func upServices(cmd *cobra.Command, cfg server.Config, addr string, logger *slog
 		}
 		services = append(services, upService{wc.ID, w.Run})
 	}
-	return services, nil
+	lc := logcollector.DefaultConfig()
+	lc.Servers, lc.Host, lc.Sink = []string{addr}, "up-collector", filepath.Join(cfg.DataDir, "logs")
+	c, err := logcollector.New(lc, logger.With("component", "logcollector"))
+	if err != nil {
+		return nil, err
+	}
+	return append(services, upService{"logcollector", c.Run}), nil
+}
+
+// upLogName is the platform's log file in the data directory under paddock up.
+const upLogName = "paddock.log"
+
+// addDemoSource defines the log source "paddock", the platform's own log, unless it
+// is defined.
+func addDemoSource(ctx context.Context, addr, dataDir string) error {
+	path, err := filepath.Abs(filepath.Join(dataDir, upLogName))
+	if err != nil {
+		return err
+	}
+	s, err := coordinator.Connect(ctx, coordinator.Config{Servers: []string{addr}, SessionTimeout: 10 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "localhost"
+	}
+	layout, _ := logcollector.NewLayout("/")
+	err = logcollector.NewAdmin(s, layout).AddSource(ctx, "paddock", host, path)
+	if errors.Is(err, logcollector.ErrSourceExists) {
+		return nil
+	}
+	return err
 }
