@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -126,8 +127,9 @@ func TestCLI(t *testing.T) {
 	})
 }
 
-// TestUp: paddock up runs the server, a master and two workers in one process; a task
-// submitted to it runs, and SIGTERM stops it all cleanly.
+// TestUp: paddock up runs the server, a master, two workers and a log collector in one
+// process; a task submitted to it runs, its own log is collected, and SIGTERM stops it
+// all cleanly.
 func TestUp(t *testing.T) {
 	port, err := testutil.FreePort()
 	if err != nil {
@@ -158,6 +160,11 @@ func TestUp(t *testing.T) {
 	if tk := c.waitAll([]string{id}, 30*time.Second)[id]; tk.State != task.Done || tk.Status.OutputTail != "up\n" {
 		t.Fatalf("%s: %s, output %q", id, tk.State, tk.Status.OutputTail)
 	}
+	// The log collector ships the platform's own log, the demo source.
+	testutil.Eventually(t, 20*time.Second, 100*time.Millisecond, func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "data", "logs", "paddock.jsonl"))
+		return err == nil && strings.Contains(string(b), `"source":"paddock"`) && strings.Contains(string(b), "platform up")
+	}, "the platform's log collected into data/logs/paddock.jsonl")
 	if err := up.Stop(20 * time.Second); err != nil {
 		t.Fatalf("paddock up after SIGTERM: %v\n%s", err, up.LogTail(20))
 	}
