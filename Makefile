@@ -19,7 +19,7 @@ FUZZ_TARGETS := \
 
 ## run: build paddock and run the whole platform on the embedded default (paddock up:
 ## a standalone server with data under ./data, clients on 127.0.0.1:2181, a master and
-## two workers of the task-scheduling cluster).
+## two workers of the task-scheduling cluster, a log collector of the platform's own log).
 run: build
 	./$(BIN) up --data-dir $(DATA_DIR)
 
