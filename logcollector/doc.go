@@ -24,5 +24,6 @@
 // lines before it; a new owner resumes from the offsets of the status entry with the
 // highest epoch. Delivery is at least once: after a collector dies, the lines past its
 // last recorded offsets may be shipped again by the next owner, never lost. Each line
-// carries (source, file, offset, host, time), so a consumer can drop duplicates.
+// carries (source, file, inode, offset, host, time); (source, inode, offset) identifies
+// it, so a consumer can drop duplicates.
 package logcollector

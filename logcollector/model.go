@@ -85,8 +85,11 @@ type FileOffset struct {
 // Line is one shipped line, as the sink receives it (one JSON object per line in the
 // JSON-lines sinks).
 type Line struct {
-	Source string    `json:"source"`
-	File   string    `json:"file"`
+	Source string `json:"source"`
+	File   string `json:"file"`
+	// Inode tells apart the files a path named over time (rotation): (source, inode,
+	// offset) identifies a line, for a consumer dropping duplicates.
+	Inode  uint64    `json:"inode,omitempty"`
 	Offset int64     `json:"offset"` // of the line's first byte in the file
 	Host   string    `json:"host"`   // the source's host
 	Time   time.Time `json:"time"`   // when the collector read it

@@ -414,7 +414,7 @@ func (t *sourceTail) cut(ft *tailedFile, data []byte, final bool) ([]Line, int64
 			end, next = len(data)-pos, len(data)
 		}
 		lines = append(lines, Line{
-			Source: t.id, File: ft.path, Offset: ft.offset + int64(pos), Host: t.src.Host,
+			Source: t.id, File: ft.path, Inode: ft.inode, Offset: ft.offset + int64(pos), Host: t.src.Host,
 			Time: now, Text: string(data[pos : pos+end]),
 		})
 		pos = next

@@ -3,7 +3,6 @@
 package logcollection
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -142,27 +141,6 @@ func (w *writer) rotate(t *testing.T, src string) {
 	}
 }
 
-// shipped reads every sink and counts each line text.
-func (r *rig) shipped() map[string]int {
-	out := map[string]int{}
-	files, _ := filepath.Glob(filepath.Join(r.dir, "sink-*", "*.jsonl"))
-	for _, f := range files {
-		fh, err := os.Open(f)
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(fh)
-		for sc.Scan() {
-			var l logcollector.Line
-			if json.Unmarshal(sc.Bytes(), &l) == nil {
-				out[l.Text]++
-			}
-		}
-		fh.Close()
-	}
-	return out
-}
-
 func (r *rig) tails() string {
 	var b strings.Builder
 	for h, p := range r.procs {
@@ -274,19 +252,65 @@ func TestCollection(t *testing.T) {
 		t.Fatalf("%d lines never shipped, such as %v (killed: %s, rotated: %s)\n%s", len(missing),
 			missing[:min(len(missing), 5)], victim, lostSources[0], r.tails())
 	}
-	lost := map[string]bool{}
-	for _, s := range lostSources {
-		lost[s] = true
-	}
-	for text, n := range r.shipped() {
-		src, _, _ := strings.Cut(text, " ")
-		if n > 1 && !lost[src] && src != "" {
-			// The rebalancer's own process was killed too: its sources may repeat.
-			if owner := after[src]; owner != rebal.Host {
-				t.Errorf("%q shipped %d times, from a source no killed collector held", text, n)
+	// A line is shipped twice only by the owner after a killed collector, at or past
+	// the offset the killed one had recorded for its file.
+	recorded := map[string]map[uint64]int64{} // source -> inode -> offset, of the killed collectors
+	for _, host := range []string{victim, rebal.Host} {
+		var st logcollector.Status
+		if data, _, err := r.s.Conn().Get(r.layout.Status(host)); err == nil && json.Unmarshal(data, &st) == nil {
+			for src, ss := range st.Sources {
+				for _, fo := range ss.Files {
+					if recorded[src] == nil {
+						recorded[src] = map[uint64]int64{}
+					}
+					recorded[src][fo.Inode] = max(recorded[src][fo.Inode], fo.Offset)
+				}
 			}
 		}
 	}
+	for text, copies := range r.shippedLines() {
+		if len(copies) < 2 {
+			continue
+		}
+		l := copies[0]
+		files, held := recorded[l.Source]
+		if !held {
+			t.Errorf("%q shipped %d times, from a source no killed collector held", text, len(copies))
+			continue
+		}
+		if off, ok := files[l.Inode]; ok && l.Offset < off {
+			t.Errorf("%q (offset %d in %s, inode %d) shipped %d times, before the killed collector's recorded offset %d",
+				text, l.Offset, l.File, l.Inode, len(copies), off)
+		}
+	}
+}
+
+// shippedLines reads every sink: the records of each line text.
+func (r *rig) shippedLines() map[string][]logcollector.Line {
+	out := map[string][]logcollector.Line{}
+	files, _ := filepath.Glob(filepath.Join(r.dir, "sink-*", "*.jsonl"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for line := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
+			var l logcollector.Line
+			if json.Unmarshal([]byte(line), &l) == nil {
+				out[l.Text] = append(out[l.Text], l)
+			}
+		}
+	}
+	return out
+}
+
+// shipped counts each line text over every sink.
+func (r *rig) shipped() map[string]int {
+	out := map[string]int{}
+	for text, copies := range r.shippedLines() {
+		out[text] = len(copies)
+	}
+	return out
 }
 
 // TestSourceCLI: paddock logcollector source add, ls and rm; a bad source is refused.
