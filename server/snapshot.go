@@ -31,6 +31,7 @@ func logDirOf(dataDir, dataLogDir string) string {
 func readTree(path string, fsys store.FS) (*datatree.Tree, error) {
 	l := datatree.NewLoader()
 	if _, err := store.ReadSnapshot(path, fsys, l.Add); err != nil {
+		l.Abort()
 		return nil, err
 	}
 	return l.Tree()

@@ -122,18 +122,34 @@ func (t *Tree) Digest() [32]byte {
 // Loader rebuilds a tree from snapshot records, one Add at a time, checking that they
 // make a consistent tree: a header first, every parent before its children, no path
 // twice, and the counts the header announced.
+//
+// Decoding and checking a record happen in Add; linking nodes to their parents and
+// inserting them into the index happen on a goroutine of the loader's, fed in batches,
+// so that a restart decodes and builds the tree on two cores at once (the two halves
+// cost about the same). Tree waits for it; a caller that gives up before calling Tree
+// calls Abort.
 type Loader struct {
 	t        *Tree
 	header   bool
 	nodes    int64
 	sessions int64
 	err      error
-	// parent is the node the last record's node was a child of. Records come grouped
+	last     *Node   // the last node decoded: nodes come in index order
+	batch    []*Node // decoded nodes not handed to the inserter yet
+
+	// The inserter's side. batches is nil until the first batch; done is closed when
+	// the inserter has returned, and insertErr (its first error) may be read then.
+	batches   chan []*Node
+	done      chan struct{}
+	insertErr error
+	// parent is the node the last inserted node was a child of. Records come grouped
 	// by parent, so it is nearly always the next one's too. The loader's tree is
 	// private until Tree returns, so its nodes may still be changed in place.
 	parent *Node
-	last   *Node // the last node added: nodes come in index order
 }
+
+// loadBatch is how many decoded nodes go to the inserter at a time.
+const loadBatch = 1024
 
 // NewLoader returns a loader for one snapshot.
 func NewLoader() *Loader { return &Loader{t: newTree()} }
@@ -196,11 +212,48 @@ func (l *Loader) addNode(d *wire.Decoder) error {
 		// In index order every path is new; out of order, it might repeat one.
 		return fmt.Errorf("%w: %q out of order or twice (after %q)", ErrBadSnapshot, n.Path, l.last.Path)
 	}
-	l.last = n
+	// The root sorts first, so in order it can only be the first node.
 	if n.Path != RootPath {
 		if err := ValidatePath(n.Path); err != nil {
 			return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 		}
+	}
+	l.last = n
+	if l.batch = append(l.batch, n); len(l.batch) == loadBatch {
+		l.flush()
+	}
+	return nil
+}
+
+// flush hands the decoded nodes to the inserter, starting it on the first batch.
+func (l *Loader) flush() {
+	if len(l.batch) == 0 {
+		return
+	}
+	if l.batches == nil {
+		l.batches, l.done = make(chan []*Node, 4), make(chan struct{})
+		go l.insertLoop()
+	}
+	l.batches <- l.batch
+	l.batch = make([]*Node, 0, loadBatch)
+}
+
+// insertLoop links and inserts the batches in order; after an error it drains them.
+func (l *Loader) insertLoop() {
+	defer close(l.done)
+	for b := range l.batches {
+		for _, n := range b {
+			if l.insertErr != nil {
+				break
+			}
+			l.insertErr = l.link(n)
+		}
+	}
+}
+
+// link counts n as its parent's child and inserts it.
+func (l *Loader) link(n *Node) error {
+	if n.Path != RootPath {
 		parentPath, _ := splitPath(n.Path)
 		if l.parent == nil || l.parent.Path != parentPath {
 			l.parent = l.t.Get(parentPath)
@@ -209,11 +262,27 @@ func (l *Loader) addNode(d *wire.Decoder) error {
 			return fmt.Errorf("%w: %q comes before its parent", ErrBadSnapshot, n.Path)
 		}
 		l.parent.numChildren++
-	} else if l.t.index.Len() != 0 {
-		return fmt.Errorf("%w: the root is not the first node", ErrBadSnapshot)
 	}
 	l.t.insert(n)
 	return nil
+}
+
+// wait hands over the last batch and waits for the inserter to finish.
+func (l *Loader) wait() error {
+	l.flush()
+	if l.batches != nil {
+		close(l.batches)
+		<-l.done
+		l.batches = nil
+	}
+	return l.insertErr
+}
+
+// Abort stops the loader's goroutine without building the tree; for a caller that
+// gives up (a snapshot that failed to read) instead of calling Tree.
+func (l *Loader) Abort() {
+	l.batch = nil
+	l.wait()
 }
 
 func (l *Loader) addSession(d *wire.Decoder) error {
@@ -227,6 +296,9 @@ func (l *Loader) addSession(d *wire.Decoder) error {
 
 // Tree returns the loaded tree, after checking that every announced record arrived.
 func (l *Loader) Tree() (*Tree, error) {
+	if err := l.wait(); err != nil && l.err == nil {
+		l.err = err
+	}
 	switch {
 	case l.err != nil:
 		return nil, l.err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/paddock/paddock/server/wire"
@@ -127,4 +128,57 @@ func TestLoaderRejects(t *testing.T) {
 	if err := load(records); err != nil {
 		t.Fatalf("the intact records: %v", err)
 	}
+}
+
+// TestLoaderRefusesInconsistentSnapshots: records that do not make a consistent tree
+// are refused, by Add or by Tree, naming what is wrong — also when the nodes number
+// more than one batch of the loader's inserter.
+func TestLoaderRefusesInconsistentSnapshots(t *testing.T) {
+	big := New()
+	big.Create("/many", nil, wire.OpenACLUnsafe, 0, 1, 1)
+	for i := range 3 * loadBatch {
+		big.Create(fmt.Sprintf("/many/n%05d", i), nil, wire.OpenACLUnsafe, 0, int64(i+2), 1)
+	}
+	for _, base := range []*Tree{sampleTree(), big} {
+		var recs [][]byte
+		base.Snapshot().Records(func(p []byte) error { recs = append(recs, append([]byte(nil), p...)); return nil })
+		// recs[0] is the header, recs[1] the root; the rest are nodes, then sessions.
+		n := base.NodeCount()
+		tests := []struct {
+			name string
+			recs [][]byte
+			want string
+		}{
+			{"a parent missing", append(append([][]byte{}, recs[:2]...), recs[3:]...), "before its parent"},
+			{"two nodes swapped", swap(recs, 2, 3), "out of order"},
+			{"the root not first", swap(recs, 1, 2), "out of order"},
+			{"a node twice", append(append(append([][]byte{}, recs[:3]...), recs[2]), recs[3:]...), "out of order or twice"},
+			{"a record missing", recs[:len(recs)-1], "header says"},
+		}
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%d nodes/%s", n, tt.name), func(t *testing.T) {
+				l := NewLoader()
+				var err error
+				for _, r := range tt.recs {
+					if err = l.Add(r); err != nil {
+						break
+					}
+				}
+				if err == nil {
+					_, err = l.Tree()
+				} else {
+					l.Abort()
+				}
+				if !errors.Is(err, ErrBadSnapshot) || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("got %v, want ErrBadSnapshot saying %q", err, tt.want)
+				}
+			})
+		}
+	}
+}
+
+func swap(recs [][]byte, i, j int) [][]byte {
+	out := append([][]byte{}, recs...)
+	out[i], out[j] = out[j], out[i]
+	return out
 }
