@@ -1,0 +1,67 @@
+// Package web is paddock's console: a gin server rendering html/template pages
+// (templates/ and static/, embedded with go:embed; one stylesheet, a little vanilla
+// JavaScript, no external assets, no build step) and a JSON API, over one ZooKeeper
+// session of the caller's (coordinator.Session). `paddock web` and `paddock up` wire
+// it: New(cfg, session, logger), then Listen (optional, to learn Addr) and Run(ctx).
+//
+// # What exists
+//
+// Login. Users come from Config.Users ("name:role:bcrypt-hash"; HashPassword and
+// NewPassword make them). POST /api/v1/login {"user","password"} (or the /login form)
+// sets the session cookie paddock_session (random id, server-side map with expiry
+// SessionTTL; HttpOnly, SameSite=Strict, Secure when SecureCookies) and answers the
+// CSRF token, also in the cookie paddock_csrf and the pages' <meta name="csrf-token">.
+// Five failed logins in a minute from one client IP or for one user name give 429 with
+// Retry-After until the minute ends. Logins live in memory: a restart logs everyone
+// out. Without a session the API answers 401 JSON and pages redirect to /login (only
+// /login and /static/* are open).
+//
+// Roles. viewer reads; operator also changes znodes (and, in later parts, submits and
+// cancels tasks, enables replication tasks, edits log sources); admin may do
+// everything. A change by too low a role is 403. Every POST, PUT and DELETE must carry
+// the session's CSRF token in the X-CSRF-Token header (API) or the csrf_token form
+// field (pages), else 403.
+//
+// Znode API, errors as {"error": "..."}:
+//
+//	GET    /api/v1/znodes?path=/a&offset=0&limit=100   one getChildren, sorted, paged:
+//	                                                   {path, stat, children, total, offset, next}
+//	GET    /api/v1/znode?path=/a                       {path, data (base64), text (if UTF-8), stat, acl}
+//	POST   /api/v1/znode {path, data, data_encoding: text|base64,
+//	                      flags: persistent|sequential|container|ephemeral|ephemeral_sequential}
+//	PUT    /api/v1/znode {path, data, data_encoding, version}   409 with the current version on conflict
+//	DELETE /api/v1/znode?path=&version=&recursive=true&confirm=<path>
+//	GET    /api/v1/audit?limit=N&before=seq            newest first
+//	POST   /api/v1/logout
+//
+// Bad paths are 400 naming the path and the fault; ZooKeeper errors map (zkStatus, the
+// one table) NoNode 404, NodeExists/NotEmpty/BadVersion 409, NoAuth 403, connection
+// loss 503. Reads are retried across connection loss for up to 10 s; writes are not
+// (their outcome would be unknown). Ephemeral znodes belong to the console's session.
+// A recursive delete deletes children before parents in multis of 500, and the path
+// itself last, with the version given.
+//
+// Audit. Every change made through the console is stored as JSON (AuditRecord: who,
+// role, method, URL, action, target, before and after with data cut to 4 KiB) in a
+// persistent-sequential znode:
+//
+//	<AuditRoot>/entry-0000000042   {"time", "user", "role", "method", "url", "action",
+//	                                "target", "before": Snapshot, "after": Snapshot, "note"}
+//
+// If writing the record fails, the change stands: the failure is logged at error level
+// and the response carries the header X-Audit-Error.
+//
+// Pages: /login, / (overview: the console's session, the number of logins, and the
+// server's mntr figures from Config.AdminAddr's /commands/mntr when it is set),
+// /znodes?path=&offset= (breadcrumb, paged children, data as text / JSON / hex, stat,
+// ACL; create, edit with version, delete, recursive delete with the path typed again,
+// shown to operators and admins only), /audit. Pages send a Content-Security-Policy
+// without inline script.
+//
+// # What comes next
+//
+// Pages and APIs for tasks and workers (task.Client), replication tasks
+// (replicator.Admin), log collectors (logcollector.Admin), sessions and watches (cons,
+// wchs), ensemble members; live updates by server-sent events fed by watches; ACL
+// editing; digest auth of the console's own session; browser tests in test/.
+package web

@@ -1,0 +1,361 @@
+package web
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+	"github.com/go-zookeeper/zk"
+
+	"github.com/paddock/paddock/coordinator"
+)
+
+const (
+	defaultPageSize = 100
+	maxPageSize     = 1000
+	// deleteBatch is how many deletes a recursive delete sends in one multi.
+	deleteBatch = 500
+)
+
+// checkPath reports what is wrong with a znode path, in ZooKeeper's rules
+// (PathUtils.validatePath): absolute, no empty, "." or ".." names, no trailing slash,
+// no control or reserved characters.
+func checkPath(p string) error {
+	switch {
+	case p == "":
+		return errors.New("empty path")
+	case p[0] != '/':
+		return errors.New("want an absolute path, starting with /")
+	case p == "/":
+		return nil
+	case strings.HasSuffix(p, "/"):
+		return errors.New("must not end with /")
+	case !utf8.ValidString(p):
+		return errors.New("not valid UTF-8")
+	}
+	for _, name := range strings.Split(p[1:], "/") {
+		switch name {
+		case "":
+			return errors.New("empty node name (//)")
+		case ".", "..":
+			return fmt.Errorf("relative name %q", name)
+		}
+	}
+	for _, r := range p {
+		if r == 0 || r < 0x20 || r >= 0x7f && r <= 0x9f || r >= 0xd800 && r <= 0xf8ff || r >= 0xfff0 {
+			return fmt.Errorf("character %U not allowed", r)
+		}
+	}
+	return nil
+}
+
+func parentOf(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/"
+	}
+	return p[:i]
+}
+
+func join(parent, name string) string {
+	if parent == "/" {
+		return "/" + name
+	}
+	return parent + "/" + name
+}
+
+// zkStatus maps a ZooKeeper error to an HTTP status and words; the one table of the
+// console's error mapping.
+func zkStatus(err error) (int, string) {
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return http.StatusNotFound, "no such znode"
+	case errors.Is(err, zk.ErrNodeExists):
+		return http.StatusConflict, "the znode already exists"
+	case errors.Is(err, zk.ErrNotEmpty):
+		return http.StatusConflict, "the znode has children: delete them first, or delete recursively"
+	case errors.Is(err, zk.ErrBadVersion):
+		return http.StatusConflict, "version conflict: the znode was changed since it was read"
+	case errors.Is(err, zk.ErrNoAuth):
+		return http.StatusForbidden, "the znode's ACL does not allow the console this"
+	case errors.Is(err, zk.ErrInvalidACL):
+		return http.StatusBadRequest, "invalid ACL"
+	case errors.Is(err, zk.ErrNoChildrenForEphemerals):
+		return http.StatusBadRequest, "ephemeral znodes cannot have children"
+	case errors.Is(err, zk.ErrInvalidFlags), errors.Is(err, zk.ErrBadArguments):
+		return http.StatusBadRequest, "invalid request: " + err.Error()
+	case coordinator.IsConnLoss(err), errors.Is(err, zk.ErrClosing), errors.Is(err, coordinator.ErrClosed),
+		errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, "the coordination service is unreachable: try again"
+	}
+	return http.StatusInternalServerError, "unexpected error: " + err.Error()
+}
+
+// zkError answers a ZooKeeper error about path.
+func (c *Console) zkError(g *gin.Context, path string, err error) {
+	status, msg := zkStatus(err)
+	if status == http.StatusInternalServerError {
+		c.logger.Error("request failed", "path", path, "err", err)
+	}
+	apiError(g, status, path+": "+msg)
+}
+
+// read runs a read, retrying it across connection loss until ctx ends (at most 10 s).
+func (c *Console) read(ctx context.Context, op func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		err := op()
+		if err == nil || !coordinator.IsConnLoss(err) {
+			return err
+		}
+		if werr := c.session.WaitToRetry(ctx, err); werr != nil {
+			return err
+		}
+	}
+}
+
+// StatView is a znode's Stat as the console shows it.
+type StatView struct {
+	Czxid          string    `json:"czxid"`
+	Mzxid          string    `json:"mzxid"`
+	Pzxid          string    `json:"pzxid"`
+	Ctime          time.Time `json:"ctime"`
+	Mtime          time.Time `json:"mtime"`
+	Version        int32     `json:"version"`
+	Cversion       int32     `json:"cversion"`
+	Aversion       int32     `json:"aversion"`
+	EphemeralOwner string    `json:"ephemeral_owner"`
+	DataLength     int32     `json:"data_length"`
+	NumChildren    int32     `json:"num_children"`
+}
+
+func statView(st *zk.Stat) StatView {
+	return StatView{
+		Czxid: hex64(st.Czxid), Mzxid: hex64(st.Mzxid), Pzxid: hex64(st.Pzxid),
+		Ctime: time.UnixMilli(st.Ctime).UTC(), Mtime: time.UnixMilli(st.Mtime).UTC(),
+		Version: st.Version, Cversion: st.Cversion, Aversion: st.Aversion,
+		EphemeralOwner: hex64(st.EphemeralOwner), DataLength: st.DataLength, NumChildren: st.NumChildren,
+	}
+}
+
+func hex64(v int64) string { return "0x" + strconv.FormatUint(uint64(v), 16) }
+
+// ACLView is one ACL entry: scheme, id and permissions as zkCli prints them (cdrwa).
+type ACLView struct {
+	Scheme string `json:"scheme"`
+	ID     string `json:"id"`
+	Perms  string `json:"perms"`
+}
+
+func aclViews(acl []zk.ACL) []ACLView {
+	out := make([]ACLView, len(acl))
+	for i, a := range acl {
+		var p strings.Builder
+		for _, f := range []struct {
+			bit int32
+			c   byte
+		}{{zk.PermCreate, 'c'}, {zk.PermDelete, 'd'}, {zk.PermRead, 'r'}, {zk.PermWrite, 'w'}, {zk.PermAdmin, 'a'}} {
+			if a.Perms&f.bit != 0 {
+				p.WriteByte(f.c)
+			}
+		}
+		out[i] = ACLView{Scheme: a.Scheme, ID: a.ID, Perms: p.String()}
+	}
+	return out
+}
+
+// ChildPage is one page of a znode's children, sorted by name.
+type ChildPage struct {
+	Path     string   `json:"path"`
+	Stat     StatView `json:"stat"`
+	Children []string `json:"children"`
+	Total    int      `json:"total"`
+	Offset   int      `json:"offset"`
+	// Next is the offset of the next page, absent on the last one.
+	Next *int `json:"next,omitempty"`
+}
+
+// children reads path's children with one getChildren and returns the page
+// [offset, offset+limit): no per-child reads, so a node with 100k children stays
+// usable.
+func (c *Console) children(ctx context.Context, path string, offset, limit int) (ChildPage, error) {
+	var names []string
+	var st *zk.Stat
+	err := c.read(ctx, func() (err error) {
+		names, st, err = c.conn.Children(path)
+		return err
+	})
+	if err != nil {
+		return ChildPage{}, err
+	}
+	slices.Sort(names)
+	page := ChildPage{Path: path, Stat: statView(st), Total: len(names), Offset: offset}
+	lo, hi := min(offset, len(names)), min(offset+limit, len(names))
+	page.Children = names[lo:hi]
+	if hi < len(names) {
+		page.Next = &hi
+	}
+	return page, nil
+}
+
+// ZnodeView is a znode's data, stat and ACL.
+type ZnodeView struct {
+	Path string `json:"path"`
+	Data []byte `json:"data"` // base64 in JSON
+	// Text is the data when it is valid UTF-8.
+	Text *string   `json:"text,omitempty"`
+	Stat StatView  `json:"stat"`
+	ACL  []ACLView `json:"acl"`
+}
+
+func (c *Console) znode(ctx context.Context, path string) (ZnodeView, error) {
+	var data []byte
+	var st *zk.Stat
+	var acl []zk.ACL
+	err := c.read(ctx, func() (err error) {
+		if data, st, err = c.conn.Get(path); err != nil {
+			return err
+		}
+		acl, _, err = c.conn.GetACL(path)
+		return err
+	})
+	if err != nil {
+		return ZnodeView{}, err
+	}
+	v := ZnodeView{Path: path, Data: data, Stat: statView(st), ACL: aclViews(acl)}
+	if v.Data == nil {
+		v.Data = []byte{}
+	}
+	if utf8.Valid(data) {
+		s := string(data)
+		v.Text = &s
+	}
+	return v, nil
+}
+
+// getForAudit reads path's data and stat for an audit snapshot; a missing node or an
+// error gives a snapshot that says it does not exist.
+func (c *Console) getForAudit(path string) *Snapshot {
+	data, st, err := c.conn.Get(path)
+	if err != nil {
+		return snapshotOf(nil, nil)
+	}
+	return snapshotOf(data, st)
+}
+
+// createModes are the kinds of znodes the console creates. Ephemeral ones belong to
+// the console's own session and go when it ends.
+var createModes = map[string]int32{
+	"persistent":           zk.FlagPersistent,
+	"sequential":           zk.FlagSequence,
+	"container":            zk.FlagContainer,
+	"ephemeral":            zk.FlagEphemeral,
+	"ephemeral_sequential": zk.FlagEphemeralSequential,
+}
+
+func (c *Console) create(path string, data []byte, mode string) (string, error) {
+	flags, ok := createModes[mode]
+	if !ok {
+		return "", badRequest("flags = %q: want persistent, sequential, container, ephemeral or ephemeral_sequential", mode)
+	}
+	if flags == zk.FlagContainer {
+		return c.conn.CreateContainer(path, data, flags, c.session.ACL())
+	}
+	return c.conn.Create(path, data, flags, c.session.ACL())
+}
+
+// deleteTree deletes path and everything under it, path itself only if its version
+// matches (-1: any). It returns how many znodes it deleted.
+func (c *Console) deleteTree(ctx context.Context, path string, version int32) (int, error) {
+	var order []string // children before parents
+	var walk func(p string) error
+	walk = func(p string) error {
+		var names []string
+		err := c.read(ctx, func() (err error) {
+			names, _, err = c.conn.Children(p)
+			return err
+		})
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		for _, n := range names {
+			if err := walk(join(p, n)); err != nil {
+				return err
+			}
+		}
+		order = append(order, p)
+		return nil
+	}
+	if err := walk(path); err != nil {
+		return 0, err
+	}
+	order = order[:len(order)-1] // path itself, deleted last with its version
+	deleted := 0
+	for len(order) > 0 {
+		batch := order[:min(deleteBatch, len(order))]
+		order = order[len(batch):]
+		n, err := c.deleteBatch(batch)
+		deleted += n
+		if err != nil {
+			return deleted, err
+		}
+	}
+	if err := c.conn.Delete(path, version); err != nil {
+		return deleted, err
+	}
+	return deleted + 1, nil
+}
+
+// deleteBatch deletes paths in one multi; if that fails (one was deleted meanwhile,
+// or a new child appeared) it deletes them one by one, skipping the missing.
+func (c *Console) deleteBatch(paths []string) (int, error) {
+	ops := make([]any, len(paths))
+	for i, p := range paths {
+		ops[i] = &zk.DeleteRequest{Path: p, Version: -1}
+	}
+	if _, err := c.conn.Multi(ops...); err == nil {
+		return len(paths), nil
+	}
+	n := 0
+	for _, p := range paths {
+		switch err := c.conn.Delete(p, -1); {
+		case err == nil:
+			n++
+		case !errors.Is(err, zk.ErrNoNode):
+			return n, fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	return n, nil
+}
+
+// requestError is a bad request the client can fix.
+type requestError struct{ msg string }
+
+func (e *requestError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &requestError{msg: fmt.Sprintf(format, args...)}
+}
+
+func decodeData(data, encoding string) ([]byte, error) {
+	switch encoding {
+	case "", "text":
+		return []byte(data), nil
+	case "base64":
+		b, err := base64.StdEncoding.DecodeString(data)
+		if err != nil {
+			return nil, badRequest("data: not valid base64: %v", err)
+		}
+		return b, nil
+	}
+	return nil, badRequest("data_encoding = %q: want text or base64", encoding)
+}
