@@ -31,7 +31,7 @@ var (
 
 	// sections lists every section a file may hold. A later component adds its own here,
 	// so that a typo in any section stops start whichever component is loading.
-	sections = []*section{serverSection, masterSection, workerSection, replicatorSection, logcollectorSection}
+	sections = []*section{serverSection, masterSection, workerSection, replicatorSection, logcollectorSection, webSection}
 )
 
 var durationType = reflect.TypeFor[time.Duration]()

@@ -271,7 +271,7 @@ func TestLoadServerErrors(t *testing.T) {
 
 func TestLoadServerOtherEnvIgnored(t *testing.T) {
 	clearPaddockEnv(t)
-	t.Setenv("PADDOCK_WEB_THEME", "dark") // a section this paddock does not have yet
+	t.Setenv("PADDOCK_NOTIFIER_THEME", "dark") // a section this paddock does not have
 	if _, err := LoadServer(Options{}); err != nil {
 		t.Errorf("LoadServer: %v, want PADDOCK_ variables of unknown sections left alone", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/paddock/paddock/logcollector"
 	"github.com/paddock/paddock/master"
 	"github.com/paddock/paddock/replicator"
+	"github.com/paddock/paddock/web"
 	"github.com/paddock/paddock/worker"
 )
 
@@ -15,6 +16,7 @@ var (
 	workerSection       = newSection("worker", worker.Config{}, map[string]string{"Servers": "zk"})
 	replicatorSection   = newSection("replicator", replicator.Config{}, map[string]string{"Servers": "zk"})
 	logcollectorSection = newSection("logcollector", logcollector.Config{}, map[string]string{"Servers": "zk"})
+	webSection          = newSection("web", web.Config{}, map[string]string{"Servers": "zk"})
 )
 
 // LoadMaster returns a master's configuration: master.DefaultConfig(), then opts.File's
@@ -41,6 +43,12 @@ func LoadReplicator(opts Options) (replicator.Config, error) {
 // opts.Flags; validated.
 func LoadLogCollector(opts Options) (logcollector.Config, error) {
 	return loadSection(opts, logcollectorSection, logcollector.DefaultConfig(), logcollector.Config.Validate)
+}
+
+// LoadWeb returns the console's configuration: web.DefaultConfig(), then opts.File's web
+// section, PADDOCK_WEB_* variables and opts.Flags; validated.
+func LoadWeb(opts Options) (web.Config, error) {
+	return loadSection(opts, webSection, web.DefaultConfig(), web.Config.Validate)
 }
 
 // loadSection loads section s over the defaults def and validates the result; errors

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/paddock/paddock/logcollector"
 	"github.com/paddock/paddock/master"
 	"github.com/paddock/paddock/server"
+	"github.com/paddock/paddock/web"
 	"github.com/paddock/paddock/worker"
 )
 
@@ -28,8 +30,10 @@ func newUpCmd() *cobra.Command {
 		Short: "Run the whole platform in one process: the server and the services on it",
 		Long: `Run the whole platform in one process, on the embedded default: a standalone
 coordination server (data under --data-dir, clients on --client-addr), a master and
-two workers of the task-scheduling cluster, and a log collector (also the rebalancer)
-collecting the platform's own log, <data-dir>/paddock.log, into <data-dir>/logs. The
+two workers of the task-scheduling cluster, a log collector (also the rebalancer)
+collecting the platform's own log, <data-dir>/paddock.log, into <data-dir>/logs, and the
+web console on --listen. On a fresh data directory it makes the console's user admin
+with a random password, printed once; <data-dir>/console-users holds the users. The
 master's /metrics is on 127.0.0.1:--metrics-port, worker i's on the port after it plus i.
 
 The server reads the server section of --config FILE and PADDOCK_SERVER_* variables, as
@@ -45,6 +49,8 @@ paddock server does; the services connect to it.`,
 	f.String("admin-addr", def.AdminAddr, "`host:port` of the admin HTTP server; empty disables it")
 	f.Int("workers", 2, "workers to run")
 	f.Int("capacity", runtime.NumCPU(), "tasks each worker runs at once")
+	f.String("listen", "127.0.0.1:8080", "`host:port` of the web console")
+	f.Int("client-port", 0, "client `port` on 127.0.0.1, in place of --client-addr")
 	f.Int("metrics-port", 8091, "the master serves /metrics on 127.0.0.1 at this `port`, worker i at port+i; 0 for none")
 	return cmd
 }
@@ -54,6 +60,9 @@ func runUp(cmd *cobra.Command, _ []string) error {
 	cfg, err := configs.LoadServer(configs.Options{File: file, Flags: cmd.Flags()})
 	if err != nil {
 		return err
+	}
+	if port, _ := cmd.Flags().GetInt("client-port"); port != 0 {
+		cfg.ClientAddr = fmt.Sprintf("127.0.0.1:%d", port)
 	}
 	// The platform's log goes to stderr and to data/paddock.log, the demo source the
 	// log collector collects.
@@ -152,7 +161,74 @@ func upServices(cmd *cobra.Command, cfg server.Config, addr string, logger *slog
 	if err != nil {
 		return nil, err
 	}
-	return append(services, upService{"logcollector", c.Run}), nil
+	services = append(services, upService{"logcollector", c.Run})
+	console, err := upConsole(cmd, cfg, addr, logger)
+	if err != nil {
+		return nil, err
+	}
+	return append(services, console), nil
+}
+
+// consoleUsersName is the file, in the data directory, of the console's users under
+// paddock up: made on the first start with one admin whose password is printed once.
+const consoleUsersName = "console-users"
+
+// upConsole returns the web console on the server at addr.
+func upConsole(cmd *cobra.Command, cfg server.Config, addr string, logger *slog.Logger) (upService, error) {
+	users, err := consoleUsers(cmd, filepath.Join(cfg.DataDir, consoleUsersName))
+	if err != nil {
+		return upService{}, err
+	}
+	wc := web.DefaultConfig()
+	wc.Servers, wc.Users, wc.AdminAddr = []string{addr}, users, cfg.AdminAddr
+	wc.Listen, _ = cmd.Flags().GetString("listen")
+	if err := wc.Validate(); err != nil {
+		return upService{}, err
+	}
+	run := func(ctx context.Context) error {
+		s, err := coordinator.Connect(ctx, coordinator.Config{Servers: wc.Servers, SessionTimeout: wc.SessionTimeout})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while connecting
+			}
+			return err
+		}
+		defer s.Close()
+		c, err := web.New(wc, s, logger.With("component", "web"))
+		if err == nil {
+			err = c.Listen()
+		}
+		if err != nil {
+			return err
+		}
+		logger.Info("console serving", "url", "http://"+c.Addr().String(), "users_file", filepath.Join(cfg.DataDir, consoleUsersName))
+		return c.Run(ctx)
+	}
+	return upService{"web", run}, nil
+}
+
+// consoleUsers reads the console's users from path, one name:role:hash a line; when
+// the file does not exist it makes it with user admin and a random password, which it
+// prints once on stderr.
+func consoleUsers(cmd *cobra.Command, path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err == nil {
+		return strings.Fields(string(data)), nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	pw := web.NewPassword()
+	hash, err := web.HashPassword(pw)
+	if err != nil {
+		return nil, err
+	}
+	entry := "admin:admin:" + hash
+	if err := os.WriteFile(path, []byte(entry+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "paddock up: the console's user is admin, password %s (shown once; its hash is in %s)\n", pw, path)
+	return []string{entry}, nil
 }
 
 // upLogName is the platform's log file in the data directory under paddock up.

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -138,7 +140,8 @@ func TestUp(t *testing.T) {
 	dir := t.TempDir()
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	up, err := testutil.StartChild(t, filepath.Join(dir, "up.log"), nil, paddock.Path(t),
-		"up", "--data-dir", filepath.Join(dir, "data"), "--client-addr", addr, "--admin-addr=", "--metrics-port", "0")
+		"up", "--data-dir", filepath.Join(dir, "data"), "--client-addr", addr, "--admin-addr=", "--metrics-port", "0",
+		"--listen", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,6 +168,26 @@ func TestUp(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(dir, "data", "logs", "paddock.jsonl"))
 		return err == nil && strings.Contains(string(b), `"source":"paddock"`) && strings.Contains(string(b), "platform up")
 	}, "the platform's log collected into data/logs/paddock.jsonl")
+	// The console: its admin, whose password was printed once, logs in.
+	var url, password string
+	testutil.Eventually(t, 20*time.Second, 50*time.Millisecond, func() bool {
+		log := up.LogTail(1000)
+		if m := regexp.MustCompile(`password (\S+) \(shown once`).FindStringSubmatch(log); m != nil {
+			password = m[1]
+		}
+		if m := regexp.MustCompile(`"console serving" url=(\S+)`).FindStringSubmatch(log); m != nil {
+			url = m[1]
+		}
+		return url != "" && password != ""
+	}, "the console's URL and first password in the log:\n%s", up.LogTail(40))
+	resp, err := http.Post(url+"/api/v1/login", "application/json", strings.NewReader(`{"user":"admin","password":"`+password+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("console login as admin: %s", resp.Status)
+	}
 	if err := up.Stop(20 * time.Second); err != nil {
 		t.Fatalf("paddock up after SIGTERM: %v\n%s", err, up.LogTail(20))
 	}
