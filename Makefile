@@ -19,7 +19,8 @@ FUZZ_TARGETS := \
 
 ## run: build paddock and run the whole platform on the embedded default (paddock up:
 ## a standalone server with data under ./data, clients on 127.0.0.1:2181, a master and
-## two workers of the task-scheduling cluster, a log collector of the platform's own log).
+## two workers of the task-scheduling cluster, a log collector of the platform's own log,
+## the web console on 127.0.0.1:8080).
 run: build
 	./$(BIN) up --data-dir $(DATA_DIR)
 
