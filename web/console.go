@@ -46,6 +46,9 @@ func New(cfg Config, s *coordinator.Session, logger *slog.Logger) (*Console, err
 	}
 	users, _ := parseUsers(cfg.Users) // Validate checked them
 	pages, err := parsePages()
+	if err == nil {
+		err = addPages(pages, "tasks", "task", "workers", "replication", "logs")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("web: templates: %w", err)
 	}
@@ -146,6 +149,7 @@ func (c *Console) routes() *gin.Engine {
 	auth.POST("/znodes/edit", operator, c.editForm)
 	auth.POST("/znodes/delete", operator, c.deleteForm)
 	auth.GET("/audit", c.auditPage)
+	c.taskRoutes(auth, operator)
 
 	api := auth.Group("/api/v1")
 	api.POST("/logout", c.logout)
@@ -155,6 +159,7 @@ func (c *Console) routes() *gin.Engine {
 	api.PUT("/znode", operator, c.apiSetZnode)
 	api.DELETE("/znode", operator, c.apiDeleteZnode)
 	api.GET("/audit", c.apiAudit)
+	c.taskRoutes(api, operator)
 	e.NoRoute(c.requireSession, func(g *gin.Context) { c.deny(g, http.StatusNotFound, "no such page") })
 	return e
 }

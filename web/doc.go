@@ -16,8 +16,8 @@
 // out. Without a session the API answers 401 JSON and pages redirect to /login (only
 // /login and /static/* are open).
 //
-// Roles. viewer reads; operator also changes znodes (and, in later parts, submits and
-// cancels tasks, enables replication tasks, edits log sources); admin may do
+// Roles. viewer reads; operator also changes znodes, submits, cancels and retries
+// tasks, enables and disables replication tasks and edits log sources; admin may do
 // everything. A change by too low a role is 403. Every POST, PUT and DELETE must carry
 // the session's CSRF token in the X-CSRF-Token header (API) or the csrf_token form
 // field (pages), else 403.
@@ -58,10 +58,59 @@
 // shown to operators and admins only), /audit. Pages send a Content-Security-Policy
 // without inline script.
 //
+// Tasks and workers (task.Client over the layout under Config.Root). Changes need
+// operator; a bad spec is 400 naming the field and creates nothing:
+//
+//	GET    /api/v1/tasks?offset=0&limit=50      newest first, paged: {tasks, total, offset, next}
+//	GET    /api/v1/tasks/:id                    the task.Task: spec, state, assignment, status, history
+//	POST   /api/v1/tasks {task.Spec}            201 {id}; unknown fields are 400
+//	POST   /api/v1/tasks/:id/cancel             404 if none, 409 if it has ended
+//	POST   /api/v1/tasks/:id/retry              an ended task's spec as a new task: 201 {id, retry_of};
+//	                                            409 while it has not ended
+//	GET    /api/v1/workers                      {master: task.MasterInfo or null, workers: [{id, info,
+//	                                            assigned, running}]} (counts of /assign/<id>'s children)
+//
+// Replication (replicator.Admin, which masks the DSNs' passwords: the console
+// answers, shows and audits only its masked views, so a password never leaves it):
+//
+//	GET    /api/v1/replication                  {tasks: [replicator.TaskView]}
+//	GET    /api/v1/replication/:name            the TaskView
+//	POST   /api/v1/replication                  admin: {name, source, target, include, exclude, server_id
+//	                                            (0: DefaultServerID), enabled}; 409 if it exists
+//	PUT    /api/v1/replication/:name            admin: replaces the fields given
+//	POST   /api/v1/replication/:name/enable     operator; and /disable
+//	DELETE /api/v1/replication/:name            admin; 409 while enabled
+//
+// Log collection (logcollector.Admin; a collector is live when its status was
+// updated within 10 s):
+//
+//	GET    /api/v1/logs?offset=0&limit=100      {rebalancer (its node's data, or null), sources: one page
+//	                                            of SourceView, total, offset, next, collectors: [{host,
+//	                                            assignment, status, live}]}
+//	POST   /api/v1/logs/sources {id, host, path}   operator
+//	DELETE /api/v1/logs/sources/:id                operator
+//
+// Their errors: a bad request 400, no such task or source 404, exists / ended /
+// enabled 409, and ZooKeeper's as above. Audit actions: task.submit (a retry's note
+// names the task retried), task.cancel (before and after: state, worker,
+// cancel_requested), replication.create, .update, .enable, .disable, .delete (the
+// masked definition), logs.source.add, logs.source.remove (the source znode).
+//
+// Pages: /tasks?offset= (state, worker, exit code; the submit form: command, args one
+// per line, env NAME=value lines, timeout, retries, priority), /tasks/:id (spec,
+// assignment, status with the output tail, the runs that did not end it; cancel or
+// retry), /workers, /replication (health, state, running instance, standbys, lag, last
+// error, last commit; the create form for admins), /replication/:name (definition,
+// status, instances; enable, disable, delete), /logs?offset= (sources with their
+// collector and lag, collectors with their assignment, status age and epoch, the
+// rebalancer; add and remove forms). Their forms post to the pages' paths (/tasks,
+// /tasks/:id/cancel, /replication/:name/enable, /logs/sources, …; …/delete for
+// deletes), under the same roles, and redirect back with a flash or error message.
+//
 // # What comes next
 //
-// Pages and APIs for tasks and workers (task.Client), replication tasks
-// (replicator.Admin), log collectors (logcollector.Admin), sessions and watches (cons,
-// wchs), ensemble members; live updates by server-sent events fed by watches; ACL
-// editing; digest auth of the console's own session; browser tests in test/.
+// Sessions and watches (cons, wchs), ensemble members; live updates by server-sent
+// events fed by watches; ACL editing; digest auth of the console's own session;
+// audit links to the objects of the task, replication and logs actions (the audit
+// page links every target as a znode path).
 package web

@@ -35,16 +35,8 @@ const hexViewLimit = 16 << 10
 type pageSet map[string]*template.Template
 
 func parsePages() (pageSet, error) {
-	funcs := template.FuncMap{"query": url.QueryEscape}
 	set := pageSet{}
-	for _, name := range []string{"login", "overview", "znodes", "audit"} {
-		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
-		if err != nil {
-			return nil, err
-		}
-		set[name] = t
-	}
-	return set, nil
+	return set, addPages(set, "login", "overview", "znodes", "audit")
 }
 
 // pageData is what every page gets; Page is the page's own.
