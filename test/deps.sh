@@ -3,10 +3,10 @@
 #   zookeeper     Apache ZooKeeper 3.8: the reference server of the conformance suite, and zkCli.sh
 #   python3-kazoo the Python client, for the kazoo recipe tests (runs under /usr/bin/python3)
 #   mariadb-server MariaDB (mariadbd, mariadb-install-db): source and target of the replicator tests
-# The console's suite will add chromium.
+#   chromium      headless Chromium (/usr/bin/chromium): the console's browser tests in test/browser
 set -euo pipefail
 
-packages=(zookeeper python3-kazoo mariadb-server)
+packages=(zookeeper python3-kazoo mariadb-server chromium)
 
 missing=()
 for p in "${packages[@]}"; do

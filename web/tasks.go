@@ -26,7 +26,7 @@ const defaultTaskPage = 50
 // addPages parses pages into set, each with the shared layout and the templates'
 // functions.
 func addPages(set pageSet, names ...string) error {
-	funcs := template.FuncMap{"query": url.QueryEscape, "age": age, "lines": lines, "envLines": envLines,
+	funcs := template.FuncMap{"age": age, "lines": lines, "envLines": envLines,
 		"hasPrefix": strings.HasPrefix}
 	for _, name := range names {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
