@@ -29,9 +29,10 @@ build:
 
 ## test: install what the tests need if missing, then vet, format check, build and
 ## every test with the race detector. The tests start their own servers (paddock
-## in-process, Apache ZooKeeper from the Debian package) on free loopback ports.
+## in-process, Apache ZooKeeper and MariaDB from the Debian packages, headless Chromium)
+## on free loopback ports; the browser tests' screenshots are kept in artifacts/screenshots.
 test: deps check build
-	$(GO) test -race -count=1 -timeout 25m ./...
+	PADDOCK_ARTIFACTS=$(CURDIR)/artifacts/screenshots $(GO) test -race -count=1 -timeout 25m ./...
 	@echo "conformance self-check: two Apache ZooKeepers must compare equal under the suite's normalisation"
 	CONFORMANCE_SUBJECT=zookeeper $(GO) test -count=1 -timeout 5m ./test/conformance/
 
