@@ -303,6 +303,37 @@ func (c *Console) replCreateForm(g *gin.Context) {
 	redirectWith(g, "/replication/"+url.PathEscape(r.Name), "flash", "created "+r.Name)
 }
 
+// replEditForm changes a task from its page's form: an empty DSN field keeps the DSN
+// (the page never shows it whole), include and exclude are replaced, an empty server
+// id keeps it.
+func (c *Console) replEditForm(g *gin.Context) {
+	name := g.Param("name")
+	back := "/replication/" + url.PathEscape(name)
+	var r replRequest
+	if src := strings.TrimSpace(g.PostForm("source")); src != "" {
+		r.Source = &src
+	}
+	if tgt := strings.TrimSpace(g.PostForm("target")); tgt != "" {
+		r.Target = &tgt
+	}
+	inc, exc := formLines(g.PostForm("include")), formLines(g.PostForm("exclude"))
+	r.Include, r.Exclude = &inc, &exc
+	if s := strings.TrimSpace(g.PostForm("server_id")); s != "" {
+		n, err := strconv.ParseUint(s, 10, 32)
+		if err != nil {
+			formFailed(g, back, badRequest("server_id %q: want a number", s))
+			return
+		}
+		id := uint32(n)
+		r.ServerID = &id
+	}
+	if _, err := c.doReplUpdate(g, name, r); err != nil {
+		formFailed(g, back, err)
+		return
+	}
+	redirectWith(g, back, "flash", "saved "+name)
+}
+
 func (c *Console) replEnableForm(enabled bool) gin.HandlerFunc {
 	return func(g *gin.Context) {
 		name := g.Param("name")

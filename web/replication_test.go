@@ -163,4 +163,24 @@ func TestReplicationPages(t *testing.T) {
 	if strings.Contains(r.header.Get("Location"), replSecret) {
 		t.Error("the redirect shows the password")
 	}
+
+	// The edit form: an empty DSN keeps the stored one (its password included), the
+	// lists are replaced; an operator may not use it.
+	page = admin.do("GET", "/replication/users", nil)
+	if !strings.Contains(page.body, `action="/replication/users/edit"`) || strings.Contains(page.body, replSecret) {
+		t.Fatal("the admin's task page has no edit form, or shows the password")
+	}
+	expect(t, op.form("/replication/users/edit", url.Values{csrfField: {op.csrf}, "include": {"x.*"}}),
+		http.StatusForbidden, "operator's edit form")
+	expect(t, admin.form("/replication/users/edit", url.Values{csrfField: {admin.csrf}, "include": {"shop.*"},
+		"server_id": {"77"}}), http.StatusSeeOther, "edit form")
+	raw, _, err := f.session.Conn().Get(layout.Task("users"))
+	if err != nil || !strings.Contains(string(raw), replSecret) || !strings.Contains(string(raw), `"shop.*"`) ||
+		!strings.Contains(string(raw), `"server_id":77`) {
+		t.Fatalf("after the edit the stored definition is %s (%v); want the old DSNs with their password, include shop.*, server id 77", raw, err)
+	}
+	if r := admin.form("/replication/users/edit", url.Values{csrfField: {admin.csrf}, "include": {"["}}); r.status != http.StatusSeeOther ||
+		!strings.Contains(r.header.Get("Location"), "include") {
+		t.Errorf("a bad include: %d %s; want the page again with an error naming include", r.status, r.header.Get("Location"))
+	}
 }

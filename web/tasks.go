@@ -340,6 +340,7 @@ func (c *Console) taskRoutes(r *gin.RouterGroup, operator gin.HandlerFunc) {
 	r.POST("/replication/:name/enable", operator, c.replEnableForm(true))
 	r.POST("/replication/:name/disable", operator, c.replEnableForm(false))
 	r.POST("/replication/:name/delete", admin, c.replDeleteForm)
+	r.POST("/replication/:name/edit", admin, c.replEditForm)
 	r.GET("/logs", c.logsPage)
 	r.POST("/logs/sources", operator, c.addSourceForm)
 	r.POST("/logs/sources/:id/delete", operator, c.removeSourceForm)
