@@ -30,7 +30,8 @@ type Config struct {
 	// (directly or through a proxy), which is every deployment but a local one.
 	SecureCookies bool
 	// AdminAddr is the paddock server's admin HTTP address (host:port) whose
-	// /commands/mntr the overview shows; empty skips it.
+	// /commands/mntr, srvr, cons and wchc the overview and /sessions show; empty skips
+	// them.
 	AdminAddr string
 	// Root is the path the task, replicator and logcollector layouts live under.
 	Root string

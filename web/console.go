@@ -30,6 +30,11 @@ type Console struct {
 	pages    pageSet
 	engine   *gin.Engine
 	http     *http.Client // for the server's admin HTTP
+	streams  *streamLimiter
+	// stop is closed when Run's context ends, to end the event streams before the
+	// graceful shutdown waits for requests in flight.
+	stop     chan struct{}
+	stopOnce sync.Once
 
 	mu sync.Mutex
 	ln net.Listener // set by Listen; guarded by mu
@@ -47,7 +52,7 @@ func New(cfg Config, s *coordinator.Session, logger *slog.Logger) (*Console, err
 	users, _ := parseUsers(cfg.Users) // Validate checked them
 	pages, err := parsePages()
 	if err == nil {
-		err = addPages(pages, "tasks", "task", "workers", "replication", "logs")
+		err = addPages(pages, "tasks", "task", "workers", "replication", "logs", "sessions")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("web: templates: %w", err)
@@ -58,6 +63,8 @@ func New(cfg Config, s *coordinator.Session, logger *slog.Logger) (*Console, err
 		limiter:  newLoginLimiter(time.Now),
 		pages:    pages,
 		http:     &http.Client{Timeout: 2 * time.Second},
+		streams:  newStreamLimiter(maxStreamsPerLogin, maxStreams),
+		stop:     make(chan struct{}),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -117,6 +124,7 @@ func (c *Console) Run(ctx context.Context) error {
 		return fmt.Errorf("web: serve: %w", err)
 	case <-ctx.Done():
 	}
+	c.stopOnce.Do(func() { close(c.stop) })
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := srv.Shutdown(sctx)
@@ -149,6 +157,7 @@ func (c *Console) routes() *gin.Engine {
 	auth.POST("/znodes/edit", operator, c.editForm)
 	auth.POST("/znodes/delete", operator, c.deleteForm)
 	auth.GET("/audit", c.auditPage)
+	auth.GET("/sessions", c.sessionsPage)
 	c.taskRoutes(auth, operator)
 
 	api := auth.Group("/api/v1")
@@ -159,6 +168,8 @@ func (c *Console) routes() *gin.Engine {
 	api.PUT("/znode", operator, c.apiSetZnode)
 	api.DELETE("/znode", operator, c.apiDeleteZnode)
 	api.GET("/audit", c.apiAudit)
+	api.GET("/events", c.apiEvents)
+	api.GET("/sessions", c.apiSessions)
 	c.taskRoutes(api, operator)
 	e.NoRoute(c.requireSession, func(g *gin.Context) { c.deny(g, http.StatusNotFound, "no such page") })
 	return e

@@ -50,7 +50,13 @@ type fixture struct {
 // httptest, all closed when the test ends.
 func startConsole(t *testing.T) *fixture {
 	t.Helper()
-	addr := testutil.StartPaddock(t, nil)
+	return startConsoleOn(t, testutil.StartPaddock(t, nil), nil)
+}
+
+// startConsoleOn starts a session on the server at addr and a console served by
+// httptest, its config adjusted by configure if not nil.
+func startConsoleOn(t *testing.T, addr string, configure func(*Config)) *fixture {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s, err := coordinator.Connect(ctx, coordinator.Config{Servers: []string{addr}, SessionTimeout: 10 * time.Second})
@@ -58,7 +64,11 @@ func startConsole(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	c, err := New(testConfig(t, addr), s, testutil.TestLogger())
+	cfg := testConfig(t, addr)
+	if configure != nil {
+		configure(&cfg)
+	}
+	c, err := New(cfg, s, testutil.TestLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,8 +51,9 @@
 // If writing the record fails, the change stands: the failure is logged at error level
 // and the response carries the header X-Audit-Error.
 //
-// Pages: /login, / (overview: the console's session, the number of logins, and the
-// server's mntr figures from Config.AdminAddr's /commands/mntr when it is set),
+// Pages: /login, / (overview: the console's session, the number of logins, the
+// ensemble (below) and the server's mntr figures from Config.AdminAddr's
+// /commands/mntr when it is set),
 // /znodes?path=&offset= (breadcrumb, paged children, data as text / JSON / hex, stat,
 // ACL; create, edit with version, delete, recursive delete with the path typed again,
 // shown to operators and admins only), /audit. Pages send a Content-Security-Policy
@@ -101,16 +102,60 @@
 // assignment, status with the output tail, the runs that did not end it; cancel or
 // retry), /workers, /replication (health, state, running instance, standbys, lag, last
 // error, last commit; the create form for admins), /replication/:name (definition,
-// status, instances; enable, disable, delete), /logs?offset= (sources with their
+// status, instances; enable, disable, delete; for admins an edit form, where an empty
+// DSN keeps the stored one, whose password the page never shows), /logs?offset= (sources with their
 // collector and lag, collectors with their assignment, status age and epoch, the
 // rebalancer; add and remove forms). Their forms post to the pages' paths (/tasks,
 // /tasks/:id/cancel, /replication/:name/enable, /logs/sources, …; …/delete for
 // deletes), under the same roles, and redirect back with a flash or error message.
 //
+// Live updates (server-sent events fed by ZooKeeper watches; a viewer may listen):
+//
+//	GET /api/v1/events?topic=T     text/event-stream; T is one of
+//	    znode:<path>   the node's existence and data (ExistsW) and its children (ChildrenW)
+//	    tasks          <Root>/tasks children          workers   <Root>/workers children, <Root>/master
+//	    replication    <Root>/mysql_replicator/tasks children
+//	    logs           <Root>/logs/sources and <Root>/logs/collector children
+//
+//	event: ready    data: {"topic"}                  once the watches are armed
+//	event: change   data: {"topic", "type", "path"}  type: created, deleted, data or children
+//	: heartbeat                                      a comment every 15 s
+//
+// A watched node that does not exist yet is watched with ExistsW until it is created.
+// After each event the watch is armed again, which reads the node again, so a change
+// made between the event and the re-arm is reported by the next event rather than lost;
+// if arming fails (connection loss) it is retried every second. A stream ends when the
+// client goes, its login ends (logout or expiry: checked at each event and heartbeat,
+// and the stream's deadline is the login's expiry) or Run's context ends. At most 8
+// streams per login and 256 in all, else 429 with Retry-After. An unknown topic is 400.
+// go-zookeeper keeps a watch registered until it fires, so a stream that ends leaves its
+// watches in the client until their nodes next change.
+//
+// Pages carry their topic in <main data-topic="...">: znode:<path> on /znodes,
+// znode:<Root>/tasks/<id>/status on /tasks/:id, and tasks, workers, replication, logs on
+// those pages. static/console.js opens an EventSource for it and reloads the page on a
+// change (bursts coalesced over 300 ms), unless a form field has focus or was edited:
+// then it shows p.live-notice with a Reload button.
+//
+// Sessions and ensemble, from the server's admin HTTP at Config.AdminAddr:
+//
+//	GET /api/v1/sessions   {admin_addr, connections: [ConnectionView: remote, session_id (hex),
+//	                       session_timeout_ms, last_operation, established_ms, outstanding_requests,
+//	                       packets_received, packets_sent, watches, console], watches}
+//	                       from /commands/cons and /commands/wchc (data and exists watches
+//	                       only: ZooKeeper does not list child watches); 503 naming admin_addr
+//	                       when it is empty, or when the admin HTTP does not answer
+//
+// The page /sessions shows the same (the console's own session marked; "No admin address
+// configured" without one). The overview adds the ensemble: the mode from
+// /commands/srvr (server_stats.server_state), the members from /zookeeper/config's
+// server.N lines, else Config.Servers (a standalone server is one member, mode
+// standalone), and the leader only when the server at AdminAddr is the leader: the
+// admin HTTP answers for that one server only.
+//
 // # What comes next
 //
-// Sessions and watches (cons, wchs), ensemble members; live updates by server-sent
-// events fed by watches; ACL editing; digest auth of the console's own session;
-// audit links to the objects of the task, replication and logs actions (the audit
-// page links every target as a znode path).
+// ACL editing; digest auth of the console's own session; audit links to the objects of
+// the task, replication and logs actions (the audit page links every target as a znode
+// path); one shared watch per topic for all streams instead of one per stream.
 package web

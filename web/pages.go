@@ -48,12 +48,14 @@ type pageData struct {
 	CanWrite bool
 	Flash    string
 	Error    string
+	Topic    string // the page's event topic (GET /api/v1/events), "" for none
 	Page     any
 }
 
 func (c *Console) render(g *gin.Context, status int, name, title string, page any) {
 	d := pageData{Title: title, Page: page, Flash: g.Query("flash"), Error: g.Query("error")}
 	if v, ok := g.Get(ctxSession); ok {
+		d.Topic = c.pageTopic(g, name)
 		ws := v.(*webSession)
 		d.User, d.Role, d.CSRF, d.CanWrite = ws.user, ws.role.String(), ws.csrf, ws.role >= roleOperator
 	}
@@ -89,6 +91,7 @@ type overviewPage struct {
 	AdminAddr string
 	MntrError string
 	Mntr      [][2]string
+	Ensemble  EnsembleView
 }
 
 func (c *Console) overviewPage(g *gin.Context) {
@@ -96,6 +99,7 @@ func (c *Console) overviewPage(g *gin.Context) {
 		Logins: c.sessions.count(), AdminAddr: c.cfg.AdminAddr}
 	if c.cfg.AdminAddr != "" {
 		p.Mntr, p.MntrError = c.mntr(g)
+		p.Ensemble = c.ensemble(g.Request.Context())
 	}
 	c.render(g, http.StatusOK, "overview", "Overview", p)
 }
