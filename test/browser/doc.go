@@ -2,7 +2,9 @@
 // a coordinator.Session on it, a web.Console on 127.0.0.1:0 and headless Chromium
 // (Debian package chromium, /usr/bin/chromium; test/deps.sh installs it) driven through
 // the pages with chromedp, the way a user clicks through them. The package has only
-// tests.
+// tests. The task test also runs a master and a worker ("w1") in this process
+// (harness.startCluster); the replication and logs tests write the nodes a replicator
+// instance and a log collector would, since those pages only read them.
 //
 // Run them with
 //

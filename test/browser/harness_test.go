@@ -19,7 +19,9 @@ import (
 
 	"github.com/paddock/paddock/coordinator"
 	"github.com/paddock/paddock/internal/testutil"
+	"github.com/paddock/paddock/master"
 	"github.com/paddock/paddock/web"
+	"github.com/paddock/paddock/worker"
 )
 
 const (
@@ -58,6 +60,7 @@ type harness struct {
 	t       *testing.T
 	session *coordinator.Session
 	conn    *zk.Conn
+	addr    string          // the paddock server's client address, host:port
 	url     string          // the console's base URL, http://127.0.0.1:port
 	tab     context.Context // the chromedp context of the test's tab; no deadline
 }
@@ -75,6 +78,7 @@ func (h *harness) startConsole() {
 	t := h.t
 	t.Helper()
 	addr := testutil.StartPaddock(t, nil)
+	h.addr = addr
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s, err := coordinator.Connect(ctx, coordinator.Config{Servers: []string{addr}, SessionTimeout: 10 * time.Second})
@@ -107,6 +111,48 @@ func (h *harness) startConsole() {
 		stop()
 		if err := <-done; err != nil {
 			t.Errorf("console: %v", err)
+		}
+	})
+}
+
+// startCluster runs a master and a worker "w1" (2 slots, output in a temp dir) on the
+// harness's server, in this process, until the test ends. Nothing waits for them to be
+// up: a task submitted before they are waits as pending.
+func (h *harness) startCluster() {
+	t := h.t
+	t.Helper()
+	mcfg := master.DefaultConfig()
+	mcfg.Servers, mcfg.ID = []string{h.addr}, "m1"
+	m, err := master.New(mcfg, testutil.TestLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wcfg := worker.DefaultConfig()
+	wcfg.Servers, wcfg.ID, wcfg.Capacity, wcfg.OutputDir = []string{h.addr}, "w1", 2, t.TempDir()
+	wcfg.KillGrace = time.Second
+	w, err := worker.New(wcfg, testutil.TestLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.runService("master", m.Run)
+	h.runService("worker", w.Run)
+}
+
+// runService runs run in a goroutine until the test ends; cleanup cancels its context
+// and waits for it, failing the test if it returned an error.
+func (h *harness) runService(name string, run func(context.Context) error) {
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	h.t.Cleanup(func() {
+		stop()
+		select {
+		case err := <-done:
+			if err != nil {
+				h.t.Errorf("%s: %v", name, err)
+			}
+		case <-time.After(20 * time.Second):
+			h.t.Errorf("%s: still running 20s after its stop", name)
 		}
 	})
 }
