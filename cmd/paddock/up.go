@@ -44,7 +44,7 @@ paddock server does; the services connect to it.`,
 	def := server.DefaultConfig()
 	f := cmd.Flags()
 	f.String("config", "", "YAML configuration `file` (its server section)")
-	f.String("client-addr", "127.0.0.1:2181", "`host:port` clients connect to")
+	f.String("client-addr", def.ClientAddr, "`host:port` clients connect to")
 	f.String("data-dir", def.DataDir, "`directory` for the server's data and the workers' task output")
 	f.String("admin-addr", def.AdminAddr, "`host:port` of the admin HTTP server; empty disables it")
 	f.Int("workers", 2, "workers to run")
