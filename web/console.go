@@ -38,6 +38,8 @@ type Console struct {
 
 	mu sync.Mutex
 	ln net.Listener // set by Listen; guarded by mu
+
+	hub *watchHub // the watches the event streams share
 }
 
 // New returns a console on cfg, using s (owned by the caller, who closes it after Run
@@ -66,6 +68,7 @@ func New(cfg Config, s *coordinator.Session, logger *slog.Logger) (*Console, err
 		streams:  newStreamLimiter(maxStreamsPerLogin, maxStreams),
 		stop:     make(chan struct{}),
 	}
+	c.hub = &watchHub{arm: c.arm, stop: c.stop, logger: logger, entries: map[watchSpec]*hubEntry{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.MakeDirs(ctx, cfg.AuditRoot); err != nil {

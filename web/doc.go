@@ -128,8 +128,10 @@
 // client goes, its login ends (logout or expiry: checked at each event and heartbeat,
 // and the stream's deadline is the login's expiry) or Run's context ends. At most 8
 // streams per login and 256 in all, else 429 with Retry-After. An unknown topic is 400.
-// go-zookeeper keeps a watch registered until it fires, so a stream that ends leaves its
-// watches in the client until their nodes next change.
+// The streams share their watches (watchHub): one ZooKeeper watch per watched node and
+// kind, whatever the number of streams following it, dropped when the last one ends.
+// go-zookeeper keeps a watch registered until it fires, so at most one is left behind
+// per node, not one per page load.
 //
 // Pages carry their topic in <main data-topic="...">: znode:<path> on /znodes,
 // znode:<Root>/tasks/<id>/status on /tasks/:id, and tasks, workers, replication, logs on
@@ -156,6 +158,5 @@
 // # What comes next
 //
 // ACL editing; digest auth of the console's own session; audit links to the objects of
-// the task, replication and logs actions (the audit page links every target as a znode
-// path); one shared watch per topic for all streams instead of one per stream.
+// the task, replication and logs actions (the audit page links only znode targets).
 package web

@@ -110,33 +110,18 @@ func (c *Console) arm(w watchSpec) (<-chan zk.Event, error) {
 	return ch, err
 }
 
-// watchLoop forwards w's events to out and re-arms it after each, until ctx ends. ch
-// is the first armed watch.
-func (c *Console) watchLoop(ctx context.Context, w watchSpec, ch <-chan zk.Event, out chan<- zk.Event) {
+// forward passes a subscription's events to a stream's channel until ctx ends.
+func forward(ctx context.Context, from <-chan zk.Event, to chan<- zk.Event) {
 	for {
 		select {
-		case <-ctx.Done():
-			return
-		case ev := <-ch:
-			if ev.Type != zk.EventNotWatching { // NotWatching: the session closed or expired
-				select {
-				case out <- ev:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}
-		for {
-			var err error
-			if ch, err = c.arm(w); err == nil {
-				break
-			}
-			c.logger.Debug("arm watch", "path", w.path, "err", err)
+		case ev := <-from:
 			select {
+			case to <- ev:
 			case <-ctx.Done():
 				return
-			case <-time.After(rearmBackoff):
 			}
+		case <-ctx.Done():
+			return
 		}
 	}
 }
@@ -185,13 +170,14 @@ func (c *Console) apiEvents(g *gin.Context) {
 	defer cancel()
 	events := make(chan zk.Event)
 	for _, w := range specs {
-		ch, err := c.arm(w)
+		ch, unsubscribe, err := c.hub.subscribe(w)
 		if err != nil {
 			status, msg := zkStatus(err)
 			apiError(g, status, w.path+": "+msg)
 			return
 		}
-		go c.watchLoop(ctx, w, ch, events)
+		defer unsubscribe()
+		go forward(ctx, ch, events)
 	}
 	h := g.Writer.Header()
 	h.Set("Content-Type", "text/event-stream")

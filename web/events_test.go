@@ -23,6 +23,7 @@ type sseEvent struct {
 type sseStream struct {
 	t      *testing.T
 	events chan sseEvent
+	close  func() // ends the stream from the client's side
 }
 
 // openStream opens GET /api/v1/events?topic= as cl and waits for its "ready" event.
@@ -41,8 +42,8 @@ func (cl *client) openStream(topic string) (*sseStream, int) {
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		cl.t.Fatalf("stream content type %q", ct)
 	}
-	s := &sseStream{t: cl.t, events: make(chan sseEvent, 16)}
-	cl.t.Cleanup(func() { resp.Body.Close() })
+	s := &sseStream{t: cl.t, events: make(chan sseEvent, 16), close: func() { resp.Body.Close() }}
+	cl.t.Cleanup(s.close)
 	go s.readLoop(bufio.NewReader(resp.Body))
 	if ev := s.next(); ev.name != "ready" {
 		cl.t.Fatalf("first event %+v, want ready", ev)
@@ -119,6 +120,30 @@ func TestEventsZnode(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.expectChange("znode:/x", "data", "/x")
+}
+
+// TestEventsShareWatches: streams on one topic share its watches, and the watches go
+// when the last stream does — page loads do not pile watches up.
+func TestEventsShareWatches(t *testing.T) {
+	f := startConsole(t)
+	if _, err := f.conn.Create("/shared", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	cl := f.login(t, "vic")
+	a, _ := cl.openStream("znode:/shared")
+	b, _ := cl.openStream("znode:/shared")
+	if n := f.console.hub.following(); n != 2 {
+		t.Fatalf("two streams on znode:/shared follow %d watches, want its 2 (data, children)", n)
+	}
+	if _, err := f.conn.Set("/shared", []byte("v"), -1); err != nil {
+		t.Fatal(err)
+	}
+	a.expectChange("znode:/shared", "data", "/shared")
+	b.expectChange("znode:/shared", "data", "/shared")
+	a.close()
+	b.close()
+	testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, func() bool { return f.console.hub.following() == 0 },
+		"the watches released with the last stream")
 }
 
 func TestEventsTopics(t *testing.T) {
