@@ -32,18 +32,33 @@ func (s *Session) MakeDirs(ctx context.Context, dir string) error {
 	return nil
 }
 
-// checkPath validates an absolute node path.
-func checkPath(path string) error {
-	if path == "/" {
+// PathProblem says what is wrong with a znode path by ZooKeeper's rules
+// (PathUtils.validatePath), in words and without the path, or returns nil: absolute,
+// no trailing slash, and names that are not empty, "." or "..", without characters
+// ZooKeeper refuses.
+func PathProblem(path string) error {
+	switch {
+	case path == "/":
 		return nil
-	}
-	if !strings.HasPrefix(path, "/") || strings.HasSuffix(path, "/") {
-		return fmt.Errorf("coordinator: path %q: want /a/b, absolute, no trailing slash", path)
+	case path == "":
+		return errors.New("empty path")
+	case !strings.HasPrefix(path, "/"):
+		return errors.New("want an absolute path, starting with /")
+	case strings.HasSuffix(path, "/"):
+		return errors.New("must not end with /")
 	}
 	for _, name := range strings.Split(path[1:], "/") {
 		if err := checkNodeName(name); err != nil {
-			return fmt.Errorf("coordinator: path %q: %w", path, err)
+			return err
 		}
+	}
+	return nil
+}
+
+// checkPath validates an absolute node path.
+func checkPath(path string) error {
+	if err := PathProblem(path); err != nil {
+		return fmt.Errorf("coordinator: path %q: %w", path, err)
 	}
 	return nil
 }

@@ -25,37 +25,8 @@ const (
 	deleteBatch = 500
 )
 
-// checkPath reports what is wrong with a znode path, in ZooKeeper's rules
-// (PathUtils.validatePath): absolute, no empty, "." or ".." names, no trailing slash,
-// no control or reserved characters.
-func checkPath(p string) error {
-	switch {
-	case p == "":
-		return errors.New("empty path")
-	case p[0] != '/':
-		return errors.New("want an absolute path, starting with /")
-	case p == "/":
-		return nil
-	case strings.HasSuffix(p, "/"):
-		return errors.New("must not end with /")
-	case !utf8.ValidString(p):
-		return errors.New("not valid UTF-8")
-	}
-	for _, name := range strings.Split(p[1:], "/") {
-		switch name {
-		case "":
-			return errors.New("empty node name (//)")
-		case ".", "..":
-			return fmt.Errorf("relative name %q", name)
-		}
-	}
-	for _, r := range p {
-		if r == 0 || r < 0x20 || r >= 0x7f && r <= 0x9f || r >= 0xd800 && r <= 0xf8ff || r >= 0xfff0 {
-			return fmt.Errorf("character %U not allowed", r)
-		}
-	}
-	return nil
-}
+// checkPath reports what is wrong with a znode path, in ZooKeeper's rules.
+func checkPath(p string) error { return coordinator.PathProblem(p) }
 
 func parentOf(p string) string {
 	i := strings.LastIndexByte(p, '/')
