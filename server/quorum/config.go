@@ -1,0 +1,94 @@
+package quorum
+
+import (
+	"fmt"
+	"net"
+	"time"
+)
+
+// Config is one member's view of the ensemble. It is immutable after New.
+type Config struct {
+	// ID is this member's id (ZooKeeper's myid); not zero.
+	ID uint64
+	// Voters and Learners map every member's id to its peer address (host:port).
+	// Learners are ZooKeeper's observers: they replicate but do not vote. Every
+	// member must be given the same two maps: they are the initial membership
+	// written to a new member's log.
+	Voters   map[uint64]string
+	Learners map[uint64]string
+	// Dir keeps the member's Raft log; empty means memory only (tests).
+	Dir string
+	// Listener, if set, is used instead of listening on this member's address
+	// (tests listen on 127.0.0.1:0 before they know every address).
+	Listener net.Listener
+	// Tick is the Raft tick (ZooKeeper's tickTime plays this role).
+	Tick time.Duration
+	// ElectionTicks and HeartbeatTicks are in Ticks; ElectionTicks > HeartbeatTicks.
+	ElectionTicks  int
+	HeartbeatTicks int
+	// Applied is the index up to which the caller's state machine already holds the
+	// log (from its snapshot): entries at or below it are not passed to Apply again.
+	Applied uint64
+	// SendQueue bounds each peer's outbound queue, in messages.
+	SendQueue int
+	// MaxSizePerMsg and MaxInflightMsgs are Raft's flow control knobs.
+	MaxSizePerMsg   uint64
+	MaxInflightMsgs int
+}
+
+// DefaultConfig returns a Config with the timing and limits filled in; ID, Voters,
+// Learners and Dir are the caller's.
+func DefaultConfig() Config {
+	return Config{
+		Tick:            100 * time.Millisecond,
+		ElectionTicks:   10,
+		HeartbeatTicks:  1,
+		SendQueue:       4096,
+		MaxSizePerMsg:   1 << 20,
+		MaxInflightMsgs: 256,
+	}
+}
+
+// Validate says what is wrong with c, naming the field.
+func (c *Config) Validate() error {
+	switch {
+	case c.ID == 0:
+		return fmt.Errorf("quorum: id: must not be 0")
+	case len(c.Voters) == 0:
+		return fmt.Errorf("quorum: voters: at least one voter is required")
+	case c.Tick <= 0:
+		return fmt.Errorf("quorum: tick %v: must be > 0", c.Tick)
+	case c.HeartbeatTicks <= 0 || c.ElectionTicks <= c.HeartbeatTicks:
+		return fmt.Errorf("quorum: election_ticks %d, heartbeat_ticks %d: need election > heartbeat > 0",
+			c.ElectionTicks, c.HeartbeatTicks)
+	case c.SendQueue <= 0:
+		return fmt.Errorf("quorum: send_queue %d: must be > 0", c.SendQueue)
+	}
+	for id := range c.Learners {
+		if _, ok := c.Voters[id]; ok || id == 0 {
+			return fmt.Errorf("quorum: learners: id %d is also a voter or 0", id)
+		}
+	}
+	if _, ok := c.Voters[0]; ok {
+		return fmt.Errorf("quorum: voters: id 0 is not allowed")
+	}
+	_, voter := c.Voters[c.ID]
+	_, learner := c.Learners[c.ID]
+	if !voter && !learner {
+		return fmt.Errorf("quorum: id %d: not among voters or learners", c.ID)
+	}
+	return nil
+}
+
+// others maps every member but this one to its address.
+func (c *Config) others() map[uint64]string {
+	m := make(map[uint64]string)
+	for _, set := range []map[uint64]string{c.Voters, c.Learners} {
+		for id, a := range set {
+			if id != c.ID {
+				m[id] = a
+			}
+		}
+	}
+	return m
+}

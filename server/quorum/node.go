@@ -1,0 +1,498 @@
+package quorum
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// Errors of the package.
+var (
+	ErrClosed = errors.New("quorum: node closed")
+	ErrEmpty  = errors.New("quorum: empty proposal")
+)
+
+// proposalHeader is the size of the header Propose puts before the caller's data:
+// the proposing member's id and a sequence number, both uint64 big-endian, so that the
+// proposer recognises its entry when it is applied.
+const proposalHeader = 16
+
+// ApplyFunc receives the committed entries, in log order, each exactly once per
+// state machine (entries at or below Config.Applied are skipped). It runs on the Ready
+// loop: it must not block on the Node. data is the proposal as given to Propose and
+// must not be retained.
+type ApplyFunc func(index, term uint64, data []byte)
+
+// Role is a member's part in the ensemble at a moment.
+type Role int
+
+const (
+	RoleFollower Role = iota // a voter that is not leading (or is campaigning)
+	RoleLeader
+	RoleLearner // an observer: replicates, does not vote
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleLeader:
+		return "leader"
+	case RoleLearner:
+		return "learner"
+	default:
+		return "follower"
+	}
+}
+
+// Status is a snapshot of a member's state.
+type Status struct {
+	ID, Leader uint64 // Leader is 0 when unknown
+	Term       uint64
+	Role       Role
+	Commit     uint64 // the highest index known committed
+	Applied    uint64 // the highest index applied (or skipped as already applied)
+}
+
+// Node is one member's Raft. Its Ready loop persists, sends and applies; Propose and
+// ReadIndex are safe for concurrent use; Close is idempotent.
+type Node struct {
+	cfg       Config
+	id        uint64
+	apply     ApplyFunc
+	logger    *slog.Logger
+	storage   Storage
+	rn        raft.Node
+	transport *Transport
+
+	seq     atomic.Uint64 // last proposal / read request number; starts at the clock
+	applied atomic.Uint64 // written by the Ready loop only
+
+	mu        sync.Mutex             // guards the fields below
+	waiters   map[uint64]chan uint64 // proposal seq → applied index
+	reads     map[uint64]chan uint64 // read request id → read index
+	appliedCh chan struct{}          // closed and replaced whenever applied grows
+	learners  map[uint64]bool        // from the latest applied ConfState
+
+	stop    chan struct{} // closed by Close: the Ready loop ends
+	done    chan struct{} // closed when the Ready loop has ended
+	closeMu sync.Mutex    // serialises Close
+	closed  bool
+	err     error // why the Ready loop stopped early, guarded by mu
+}
+
+// New starts member cfg.ID: it opens its storage (writing the initial membership to
+// a new one), starts its transport and its Ready loop. apply gets the committed
+// entries.
+func New(cfg Config, apply ApplyFunc, logger *slog.Logger) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	st, err := OpenFileStorage(cfg.Dir, logger)
+	if err != nil {
+		return nil, err
+	}
+	n, err := newNode(cfg, st, apply, logger)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// newNode starts a member on st, which it then owns.
+func newNode(cfg Config, st Storage, apply ApplyFunc, logger *slog.Logger) (*Node, error) {
+	if err := bootstrap(cfg, st); err != nil {
+		return nil, err
+	}
+	ln := cfg.Listener
+	if ln == nil {
+		addr := cfg.Voters[cfg.ID]
+		if addr == "" {
+			addr = cfg.Learners[cfg.ID]
+		}
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return nil, fmt.Errorf("quorum: listen on peer address: %w", err)
+		}
+	}
+	n := &Node{
+		cfg: cfg, id: cfg.ID, apply: apply, logger: logger.With("member", cfg.ID), storage: st,
+		waiters: make(map[uint64]chan uint64), reads: make(map[uint64]chan uint64),
+		appliedCh: make(chan struct{}), learners: make(map[uint64]bool),
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	n.seq.Store(uint64(time.Now().UnixNano()))
+	// The Raft log is replayed from its start (Applied 0) so that its conf changes
+	// rebuild the membership; cfg.Applied only hides entries from apply.
+	n.rn = raft.RestartNode(&raft.Config{
+		ID: cfg.ID, ElectionTick: cfg.ElectionTicks, HeartbeatTick: cfg.HeartbeatTicks,
+		Storage: st, MaxSizePerMsg: cfg.MaxSizePerMsg, MaxInflightMsgs: cfg.MaxInflightMsgs,
+		MaxUncommittedEntriesSize: 64 << 20,
+		PreVote:                   true, CheckQuorum: true,
+		Logger: raftLogger{n.logger},
+	})
+	n.transport = NewTransport(ln, cfg.others(), cfg.SendQueue, n.receive, n.rn.ReportUnreachable, n.logger)
+	go n.run()
+	return n, nil
+}
+
+// bootstrap writes the initial membership to an empty storage: one committed conf
+// change entry per member in term 1, voters then learners, each by ascending id, so
+// that every member starts from the same log.
+func bootstrap(cfg Config, st Storage) error {
+	last, err := st.LastIndex()
+	if err != nil {
+		return fmt.Errorf("quorum: read storage: %w", err)
+	}
+	if last > 0 {
+		return nil
+	}
+	var ents []*raftpb.Entry
+	add := func(set map[uint64]string, typ raftpb.ConfChangeType) error {
+		for _, id := range slices.Sorted(mapsKeys(set)) {
+			data, err := proto.Marshal(&raftpb.ConfChange{Type: typ.Enum(), NodeId: new(id)})
+			if err != nil {
+				return err
+			}
+			idx := uint64(len(ents) + 1)
+			ents = append(ents, &raftpb.Entry{Type: raftpb.EntryConfChange.Enum(),
+				Term: new(uint64(1)), Index: new(idx), Data: data})
+		}
+		return nil
+	}
+	if err := add(cfg.Voters, raftpb.ConfChangeAddNode); err != nil {
+		return err
+	}
+	if err := add(cfg.Learners, raftpb.ConfChangeAddLearnerNode); err != nil {
+		return err
+	}
+	hs := &raftpb.HardState{Term: new(uint64(1)), Commit: new(uint64(len(ents)))}
+	if err := st.Save(hs, ents, nil, true); err != nil {
+		return fmt.Errorf("quorum: bootstrap: %w", err)
+	}
+	return nil
+}
+
+func mapsKeys(m map[uint64]string) func(func(uint64) bool) {
+	return func(yield func(uint64) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// receive hands a peer's message to Raft.
+func (n *Node) receive(m *raftpb.Message) {
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Tick*time.Duration(n.cfg.ElectionTicks))
+	defer cancel()
+	if err := n.rn.Step(ctx, m); err != nil && !errors.Is(err, raft.ErrStopped) {
+		n.logger.Debug("step peer message", "from", m.GetFrom(), "type", m.GetType().String(), "err", err)
+	}
+}
+
+// run is the Ready loop: it ticks Raft and handles each Ready in the order Raft
+// requires — persist, then send, then apply, then Advance.
+func (n *Node) run() {
+	defer close(n.done)
+	ticker := time.NewTicker(n.cfg.Tick)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ticker.C:
+			n.rn.Tick()
+		case rd := <-n.rn.Ready():
+			if err := n.handleReady(rd); err != nil {
+				n.logger.Error("raft ready loop stopped", "err", err)
+				n.mu.Lock()
+				n.err = err
+				n.mu.Unlock()
+				return
+			}
+			n.rn.Advance()
+		case <-n.stop:
+			return
+		}
+	}
+}
+
+// handleReady does one Ready's work except Advance.
+func (n *Node) handleReady(rd raft.Ready) error {
+	if err := n.storage.Save(rd.HardState, rd.Entries, rd.Snapshot, rd.MustSync); err != nil {
+		return err
+	}
+	n.transport.Send(rd.Messages)
+	if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
+		// Nothing compacts the log yet, so no member is ever sent a snapshot.
+		return fmt.Errorf("quorum: snapshot at index %d received: not supported yet", rd.Snapshot.GetMetadata().GetIndex())
+	}
+	for _, e := range rd.CommittedEntries {
+		if err := n.applyEntry(e); err != nil {
+			return err
+		}
+	}
+	for _, rs := range rd.ReadStates {
+		n.readDone(rs)
+	}
+	return nil
+}
+
+// applyEntry applies one committed entry: a conf change to Raft, a proposal to the
+// state machine (unless already applied before), then answers its proposer.
+func (n *Node) applyEntry(e *raftpb.Entry) error {
+	idx := e.GetIndex()
+	switch e.GetType() {
+	case raftpb.EntryConfChange:
+		cc := new(raftpb.ConfChange)
+		if err := proto.Unmarshal(e.GetData(), cc); err != nil {
+			return fmt.Errorf("quorum: decode conf change at %d: %w", idx, err)
+		}
+		n.confChanged(n.rn.ApplyConfChange(cc))
+	case raftpb.EntryConfChangeV2:
+		cc := new(raftpb.ConfChangeV2)
+		if err := proto.Unmarshal(e.GetData(), cc); err != nil {
+			return fmt.Errorf("quorum: decode conf change at %d: %w", idx, err)
+		}
+		n.confChanged(n.rn.ApplyConfChange(cc))
+	case raftpb.EntryNormal:
+		data := e.GetData()
+		if len(data) == 0 {
+			break // the empty entry a new leader appends: no proposal
+		}
+		if len(data) < proposalHeader {
+			return fmt.Errorf("quorum: entry %d: %d bytes is shorter than its header", idx, len(data))
+		}
+		if idx > n.cfg.Applied {
+			n.apply(idx, e.GetTerm(), data[proposalHeader:])
+		}
+		defer n.proposalDone(data, idx)
+	}
+	n.setApplied(idx)
+	return nil
+}
+
+// confChanged records which members are learners after a conf change.
+func (n *Node) confChanged(cs *raftpb.ConfState) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	clear(n.learners)
+	for _, id := range cs.GetLearners() {
+		n.learners[id] = true
+	}
+}
+
+// setApplied publishes the applied index and wakes its waiters.
+func (n *Node) setApplied(idx uint64) {
+	n.applied.Store(idx)
+	n.mu.Lock()
+	close(n.appliedCh)
+	n.appliedCh = make(chan struct{})
+	n.mu.Unlock()
+}
+
+// proposalDone answers the local Propose that made the entry, if any.
+func (n *Node) proposalDone(data []byte, idx uint64) {
+	if binary.BigEndian.Uint64(data) != n.id {
+		return
+	}
+	seq := binary.BigEndian.Uint64(data[8:])
+	n.mu.Lock()
+	w, ok := n.waiters[seq]
+	delete(n.waiters, seq)
+	n.mu.Unlock()
+	if ok {
+		w <- idx
+	}
+}
+
+// readDone answers the local ReadIndex whose request a read state answers.
+func (n *Node) readDone(rs raft.ReadState) {
+	if len(rs.RequestCtx) != 8 {
+		return
+	}
+	id := binary.BigEndian.Uint64(rs.RequestCtx)
+	n.mu.Lock()
+	w, ok := n.reads[id]
+	delete(n.reads, id)
+	n.mu.Unlock()
+	if ok {
+		w <- rs.Index
+	}
+}
+
+// Propose replicates data and returns its log index once the entry is committed and
+// applied on this member (after Apply has returned for it). Followers and learners
+// forward to the leader. A proposal can be lost while no leader is known or when
+// leadership changes: then Propose fails at once (raft.ErrProposalDropped) or when
+// ctx ends. A failed Propose may still commit later; the caller resolves that
+// (ZooKeeper clients see ConnectionLoss and retry).
+func (n *Node) Propose(ctx context.Context, data []byte) (uint64, error) {
+	if len(data) == 0 {
+		return 0, ErrEmpty
+	}
+	seq := n.seq.Add(1)
+	buf := make([]byte, proposalHeader+len(data))
+	binary.BigEndian.PutUint64(buf, n.id)
+	binary.BigEndian.PutUint64(buf[8:], seq)
+	copy(buf[proposalHeader:], data)
+	w := make(chan uint64, 1)
+	if err := n.register(n.waiters, seq, w); err != nil {
+		return 0, err
+	}
+	defer n.unregister(n.waiters, seq)
+	if err := n.rn.Propose(ctx, buf); err != nil {
+		return 0, fmt.Errorf("quorum: propose: %w", err)
+	}
+	select {
+	case idx := <-w:
+		return idx, nil
+	case <-ctx.Done():
+		return 0, fmt.Errorf("quorum: propose: %w", ctx.Err())
+	case <-n.done:
+		return 0, n.closedErr()
+	}
+}
+
+// ReadIndex returns an index that is at least the commit index the leader had when
+// the call started, confirmed by a quorum, after waiting until this member has
+// applied it: a read of local state after ReadIndex sees every write committed
+// before it (ZooKeeper's sync). While no leader answers, the request is re-sent
+// every election timeout until ctx ends.
+func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
+	id := n.seq.Add(1)
+	rctx := binary.BigEndian.AppendUint64(nil, id)
+	w := make(chan uint64, 1)
+	if err := n.register(n.reads, id, w); err != nil {
+		return 0, err
+	}
+	defer n.unregister(n.reads, id)
+	retry := time.NewTicker(n.cfg.Tick * time.Duration(n.cfg.ElectionTicks))
+	defer retry.Stop()
+	for {
+		if err := n.rn.ReadIndex(ctx, rctx); err != nil {
+			return 0, fmt.Errorf("quorum: read index: %w", err)
+		}
+		select {
+		case idx := <-w:
+			return idx, n.WaitApplied(ctx, idx)
+		case <-retry.C:
+		case <-ctx.Done():
+			return 0, fmt.Errorf("quorum: read index: %w", ctx.Err())
+		case <-n.done:
+			return 0, n.closedErr()
+		}
+	}
+}
+
+// WaitApplied returns once this member has applied idx.
+func (n *Node) WaitApplied(ctx context.Context, idx uint64) error {
+	for {
+		n.mu.Lock()
+		ch := n.appliedCh
+		n.mu.Unlock()
+		if n.applied.Load() >= idx {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("quorum: wait for index %d: %w", idx, ctx.Err())
+		case <-n.done:
+			return n.closedErr()
+		}
+	}
+}
+
+func (n *Node) register(m map[uint64]chan uint64, key uint64, w chan uint64) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	select {
+	case <-n.done:
+		return n.closedErrLocked()
+	default:
+	}
+	m[key] = w
+	return nil
+}
+
+func (n *Node) unregister(m map[uint64]chan uint64, key uint64) {
+	n.mu.Lock()
+	delete(m, key)
+	n.mu.Unlock()
+}
+
+func (n *Node) closedErr() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.closedErrLocked()
+}
+
+func (n *Node) closedErrLocked() error {
+	if n.err != nil {
+		return fmt.Errorf("%w: %w", ErrClosed, n.err)
+	}
+	return ErrClosed
+}
+
+// Status reports the member's state.
+func (n *Node) Status() Status {
+	st := n.rn.Status()
+	s := Status{ID: n.id, Leader: st.Lead, Applied: n.applied.Load()}
+	if st.HardState != nil {
+		s.Term, s.Commit = st.HardState.GetTerm(), st.HardState.GetCommit()
+	}
+	n.mu.Lock()
+	learner := n.learners[n.id]
+	n.mu.Unlock()
+	switch {
+	case learner:
+		s.Role = RoleLearner
+	case st.RaftState == raft.StateLeader:
+		s.Role = RoleLeader
+	}
+	return s
+}
+
+// Close stops the member: its transport, its Ready loop, Raft and its storage.
+// Pending Propose and ReadIndex calls fail with ErrClosed.
+func (n *Node) Close() error {
+	n.closeMu.Lock()
+	defer n.closeMu.Unlock()
+	if n.closed {
+		return nil
+	}
+	n.closed = true
+	err := n.transport.Close()
+	close(n.stop)
+	<-n.done
+	n.rn.Stop()
+	return errors.Join(err, n.storage.Close())
+}
+
+// raftLogger sends the Raft library's log to slog. Raft's Info is elections and
+// membership: lifecycle, kept at Info.
+type raftLogger struct{ l *slog.Logger }
+
+func (r raftLogger) Debug(v ...any)              { r.l.Debug(fmt.Sprint(v...)) }
+func (r raftLogger) Debugf(f string, v ...any)   { r.l.Debug(fmt.Sprintf(f, v...)) }
+func (r raftLogger) Info(v ...any)               { r.l.Info(fmt.Sprint(v...)) }
+func (r raftLogger) Infof(f string, v ...any)    { r.l.Info(fmt.Sprintf(f, v...)) }
+func (r raftLogger) Warning(v ...any)            { r.l.Warn(fmt.Sprint(v...)) }
+func (r raftLogger) Warningf(f string, v ...any) { r.l.Warn(fmt.Sprintf(f, v...)) }
+func (r raftLogger) Error(v ...any)              { r.l.Error(fmt.Sprint(v...)) }
+func (r raftLogger) Errorf(f string, v ...any)   { r.l.Error(fmt.Sprintf(f, v...)) }
+func (r raftLogger) Fatal(v ...any)              { r.Panic(v...) }
+func (r raftLogger) Fatalf(f string, v ...any)   { r.Panicf(f, v...) }
+func (r raftLogger) Panic(v ...any)              { panic(fmt.Sprint(v...)) }
+func (r raftLogger) Panicf(f string, v ...any)   { panic(fmt.Sprintf(f, v...)) }

@@ -1,0 +1,260 @@
+package quorum
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// Storage is a member's stable Raft state: raft.Storage for what the Raft library
+// reads, plus Save for what a Ready asks to keep. The Node calls Save from its Ready
+// loop only, before the Ready's messages are sent, and never concurrently with
+// itself; the raft.Storage methods may be called from the Raft library's goroutine
+// at any time. The next step backs this interface with server/store's WAL.
+type Storage interface {
+	raft.Storage
+	// Save keeps snap (if not empty), then ents, then hs (if not empty). When sync is
+	// true they are durable when Save returns; otherwise they may be lost in a crash
+	// of the machine (raft.MustSync says when a write may be lazy).
+	Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raftpb.Snapshot, sync bool) error
+	// Close releases the storage. Save must not be called after it.
+	Close() error
+}
+
+// logFile is the name of FileStorage's append log in its directory.
+const logFile = "raft.log"
+
+// Record types of the append log.
+const (
+	recEntry     byte = 1 // payload: a raftpb.Entry
+	recHardState byte = 2 // payload: a raftpb.HardState
+	recSnapshot  byte = 3 // payload: a raftpb.Snapshot
+)
+
+// recHeader is the size of a record header: crc32c, payload length, type.
+const recHeader = 9
+
+// maxRecord bounds a record's payload when reading, so a corrupt length cannot
+// make Open allocate without limit.
+const maxRecord = 256 << 20
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// FileStorage is a Storage kept in a raft.MemoryStorage and, when it has a
+// directory, also in an append-only log file there that Open replays. It is the
+// stand-in for the WAL-backed storage of the integration step: the file is never
+// compacted. Save and Close are for the Ready loop only; the raft.Storage methods
+// are safe for concurrent use (MemoryStorage locks).
+type FileStorage struct {
+	*raft.MemoryStorage
+	logger *slog.Logger
+
+	mu  sync.Mutex // guards f and buf (Save vs Close)
+	f   *os.File   // nil when memory-only or closed
+	buf []byte     // reused encoding buffer
+}
+
+// OpenFileStorage opens the storage in dir, creating dir if needed, and replays its
+// log into memory. An empty dir gives a memory-only storage. A torn or corrupt tail
+// (a crash in the middle of a write) is truncated at the last whole record and
+// reported at Warn; there is nothing after it that was ever synced.
+func OpenFileStorage(dir string, logger *slog.Logger) (*FileStorage, error) {
+	s := &FileStorage{MemoryStorage: raft.NewMemoryStorage(), logger: logger}
+	if dir == "" {
+		return s, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("quorum: create storage dir: %w", err)
+	}
+	path := filepath.Join(dir, logFile)
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("quorum: read log: %w", err)
+	}
+	good, err := s.replay(data)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("quorum: open log: %w", err)
+	}
+	if good < len(data) {
+		logger.Warn("truncating torn log tail", "path", path, "offset", good, "size", len(data))
+		if err := f.Truncate(int64(good)); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("quorum: truncate log: %w", err)
+		}
+	}
+	if _, err := f.Seek(int64(good), 0); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("quorum: seek log: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		f.Close()
+		return nil, err
+	}
+	s.f = f
+	return s, nil
+}
+
+// replay loads the records of data into memory and returns the length of the whole
+// records it read.
+func (s *FileStorage) replay(data []byte) (int, error) {
+	off := 0
+	for len(data)-off >= recHeader {
+		sum := binary.LittleEndian.Uint32(data[off:])
+		n := int(binary.LittleEndian.Uint32(data[off+4:]))
+		if n > maxRecord || len(data)-off-recHeader < n {
+			break
+		}
+		body := data[off+8 : off+recHeader+n] // type + payload
+		if crc32.Checksum(body, castagnoli) != sum {
+			break
+		}
+		if err := s.load(body[0], body[1:]); err != nil {
+			return 0, fmt.Errorf("quorum: replay record at %d: %w", off, err)
+		}
+		off += recHeader + n
+	}
+	return off, nil
+}
+
+// load applies one replayed record to the memory storage.
+func (s *FileStorage) load(typ byte, payload []byte) error {
+	switch typ {
+	case recEntry:
+		var e raftpb.Entry
+		if err := proto.Unmarshal(payload, &e); err != nil {
+			return err
+		}
+		return s.MemoryStorage.Append([]*raftpb.Entry{&e})
+	case recHardState:
+		var hs raftpb.HardState
+		if err := proto.Unmarshal(payload, &hs); err != nil {
+			return err
+		}
+		return s.SetHardState(&hs)
+	case recSnapshot:
+		var snap raftpb.Snapshot
+		if err := proto.Unmarshal(payload, &snap); err != nil {
+			return err
+		}
+		if err := s.ApplySnapshot(&snap); err != nil && !errors.Is(err, raft.ErrSnapOutOfDate) {
+			return err
+		}
+		return nil
+	default:
+		return fmt.Errorf("unknown record type %d", typ)
+	}
+}
+
+// Save implements Storage: the file first (and its fsync when sync), then memory,
+// so that what the Raft library reads back is never ahead of what is durable.
+func (s *FileStorage) Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raftpb.Snapshot, sync bool) error {
+	if err := s.write(hs, ents, snap, sync); err != nil {
+		return err
+	}
+	if snap != nil && !raft.IsEmptySnap(snap) {
+		if err := s.ApplySnapshot(snap); err != nil {
+			return fmt.Errorf("quorum: apply snapshot: %w", err)
+		}
+	}
+	if len(ents) > 0 {
+		if err := s.MemoryStorage.Append(ents); err != nil {
+			return fmt.Errorf("quorum: append entries: %w", err)
+		}
+	}
+	if hs != nil && !raft.IsEmptyHardState(hs) {
+		if err := s.SetHardState(hs); err != nil {
+			return fmt.Errorf("quorum: set hard state: %w", err)
+		}
+	}
+	return nil
+}
+
+// write appends the records of one Save to the file in one write call.
+func (s *FileStorage) write(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raftpb.Snapshot, sync bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return nil
+	}
+	s.buf = s.buf[:0]
+	var err error
+	if snap != nil && !raft.IsEmptySnap(snap) {
+		s.buf, err = appendRecord(s.buf, recSnapshot, snap)
+	}
+	for _, e := range ents {
+		if err == nil {
+			s.buf, err = appendRecord(s.buf, recEntry, e)
+		}
+	}
+	if err == nil && hs != nil && !raft.IsEmptyHardState(hs) {
+		s.buf, err = appendRecord(s.buf, recHardState, hs)
+	}
+	if err != nil {
+		return fmt.Errorf("quorum: encode record: %w", err)
+	}
+	if len(s.buf) == 0 {
+		return nil
+	}
+	if _, err := s.f.Write(s.buf); err != nil {
+		return fmt.Errorf("quorum: write log: %w", err)
+	}
+	if sync {
+		if err := s.f.Sync(); err != nil {
+			return fmt.Errorf("quorum: sync log: %w", err)
+		}
+	}
+	return nil
+}
+
+// appendRecord frames m as a record: crc32c | len | type | payload, where the
+// checksum covers the type and the payload.
+func appendRecord(dst []byte, typ byte, m proto.Message) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, make([]byte, recHeader)...)
+	dst, err := proto.MarshalOptions{}.MarshalAppend(dst, m)
+	if err != nil {
+		return dst[:start], err
+	}
+	dst[start+8] = typ
+	binary.LittleEndian.PutUint32(dst[start+4:], uint32(len(dst)-start-recHeader))
+	binary.LittleEndian.PutUint32(dst[start:], crc32.Checksum(dst[start+8:], castagnoli))
+	return dst, nil
+}
+
+// Close implements Storage. It is idempotent.
+func (s *FileStorage) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return nil
+	}
+	err := s.f.Close()
+	s.f = nil
+	return err
+}
+
+// syncDir makes the directory entry of a newly created log durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("quorum: open dir: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("quorum: sync dir: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+package quorum
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+func entry(term, index uint64, data string) *raftpb.Entry {
+	return &raftpb.Entry{Term: new(term), Index: new(index), Type: raftpb.EntryNormal.Enum(), Data: []byte(data)}
+}
+
+func TestFileStorageRecovers(t *testing.T) {
+	dir := t.TempDir()
+	logger := slog.New(slog.DiscardHandler)
+	s, err := OpenFileStorage(dir, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, s.Save(&raftpb.HardState{Term: new(uint64(1)), Vote: new(uint64(2))},
+		[]*raftpb.Entry{entry(1, 1, "a"), entry(1, 2, "b"), entry(1, 3, "c")}, nil, true))
+	// A new leader overwrites index 3 in term 2 (a conflicting tail is replaced).
+	must(t, s.Save(&raftpb.HardState{Term: new(uint64(2)), Vote: new(uint64(3)), Commit: new(uint64(3))},
+		[]*raftpb.Entry{entry(2, 3, "C"), entry(2, 4, "d")}, nil, true))
+	must(t, s.Close())
+
+	s, err = OpenFileStorage(dir, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	hs, _, err := s.InitialState()
+	must(t, err)
+	if hs.GetTerm() != 2 || hs.GetVote() != 3 || hs.GetCommit() != 3 {
+		t.Fatalf("hard state = %v, want term 2 vote 3 commit 3", hs)
+	}
+	checkEntries(t, s, []string{"a", "b", "C", "d"}, []uint64{1, 1, 2, 2})
+}
+
+func TestFileStorageTruncatesTornTail(t *testing.T) {
+	dir := t.TempDir()
+	logger := slog.New(slog.DiscardHandler)
+	s, err := OpenFileStorage(dir, logger)
+	must(t, err)
+	must(t, s.Save(nil, []*raftpb.Entry{entry(1, 1, "a"), entry(1, 2, "b")}, nil, true))
+	must(t, s.Close())
+	path := filepath.Join(dir, logFile)
+
+	tests := []struct {
+		name string
+		mod  func(b []byte) []byte
+		want []string
+	}{
+		{"half a record", func(b []byte) []byte { return b[:len(b)-3] }, []string{"a"}},
+		{"flipped bit", func(b []byte) []byte { b[len(b)-1] ^= 1; return b }, []string{"a"}},
+		{"garbage after", func(b []byte) []byte { return append(b, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7) }, []string{"a", "b"}},
+	}
+	orig, err := os.ReadFile(path)
+	must(t, err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			must(t, os.WriteFile(path, tt.mod(append([]byte(nil), orig...)), 0o644))
+			s, err := OpenFileStorage(dir, logger)
+			must(t, err)
+			checkEntries(t, s, tt.want, nil)
+			// The log is writable after the truncation and the new record survives.
+			next := uint64(len(tt.want) + 1)
+			must(t, s.Save(nil, []*raftpb.Entry{entry(1, next, "z")}, nil, true))
+			must(t, s.Close())
+			s, err = OpenFileStorage(dir, logger)
+			must(t, err)
+			checkEntries(t, s, append(tt.want, "z"), nil)
+			must(t, s.Close())
+		})
+	}
+}
+
+func checkEntries(t *testing.T, s *FileStorage, data []string, terms []uint64) {
+	t.Helper()
+	last, err := s.LastIndex()
+	must(t, err)
+	if last != uint64(len(data)) {
+		t.Fatalf("last index = %d, want %d", last, len(data))
+	}
+	ents, err := s.Entries(1, last+1, 1<<30)
+	must(t, err)
+	for i, e := range ents {
+		if string(e.GetData()) != data[i] || e.GetIndex() != uint64(i+1) {
+			t.Fatalf("entry %d = %q at index %d, want %q", i, e.GetData(), e.GetIndex(), data[i])
+		}
+		if terms != nil && e.GetTerm() != terms[i] {
+			t.Fatalf("entry %d term = %d, want %d", i, e.GetTerm(), terms[i])
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,277 @@
+package quorum
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// Transport limits.
+const (
+	maxFrame     = 64 << 20 // largest message frame accepted from a peer
+	minBackoff   = 20 * time.Millisecond
+	maxBackoff   = time.Second
+	writeTimeout = 5 * time.Second
+)
+
+// Transport carries raftpb.Messages between members over TCP. Each member listens on
+// its peer address; to each other member it keeps one outbound connection, fed by a
+// bounded queue. A frame is a uint32 big-endian length followed by the marshalled
+// message. Messages are fire-and-forget: when a peer's queue is full or its
+// connection fails the message is dropped and the peer reported unreachable, and
+// Raft retransmits. Send is safe for concurrent use; Close is idempotent.
+type Transport struct {
+	ln          net.Listener
+	recv        func(*raftpb.Message) // called from a connection's read loop
+	unreachable func(id uint64)       // called when a message to id was lost
+	peers       map[uint64]*peer      // fixed at New
+	logger      *slog.Logger
+	stop        chan struct{}  // closed by Close
+	wg          sync.WaitGroup // every goroutine of the transport
+
+	mu      sync.Mutex            // guards inbound and closed
+	inbound map[net.Conn]struct{} // accepted connections, closed by Close
+	closed  bool
+}
+
+// peer is the outbound side towards one member.
+type peer struct {
+	id    uint64
+	addr  string
+	queue chan []byte // marshalled messages waiting for writeLoop
+
+	mu   sync.Mutex // guards conn
+	conn net.Conn   // the current connection, closed by Close to unblock writeLoop
+}
+
+// NewTransport starts serving ln and connecting to peers (id → address; the local
+// member must not be among them). recv gets every message received; unreachable
+// gets the id of a peer a message could not be sent to. Both must not block for
+// long. queueLen bounds each peer's queue.
+func NewTransport(ln net.Listener, peers map[uint64]string, queueLen int,
+	recv func(*raftpb.Message), unreachable func(uint64), logger *slog.Logger) *Transport {
+	t := &Transport{
+		ln: ln, recv: recv, unreachable: unreachable, logger: logger,
+		peers: make(map[uint64]*peer), stop: make(chan struct{}),
+		inbound: make(map[net.Conn]struct{}),
+	}
+	for id, addr := range peers {
+		p := &peer{id: id, addr: addr, queue: make(chan []byte, queueLen)}
+		t.peers[id] = p
+		t.goroutine(func() { t.writeLoop(p) })
+	}
+	t.goroutine(t.acceptLoop)
+	return t
+}
+
+func (t *Transport) goroutine(fn func()) {
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		fn()
+	}()
+}
+
+// Addr is the address the transport listens on.
+func (t *Transport) Addr() net.Addr { return t.ln.Addr() }
+
+// Send queues msgs for their peers without blocking. A message to an unknown peer or
+// to a full queue is dropped.
+func (t *Transport) Send(msgs []*raftpb.Message) {
+	for _, m := range msgs {
+		p, ok := t.peers[m.GetTo()]
+		if !ok {
+			t.logger.Debug("message to unknown peer dropped", "to", m.GetTo(), "type", m.GetType().String())
+			continue
+		}
+		b, err := proto.Marshal(m)
+		if err != nil {
+			t.logger.Error("marshal message", "to", m.GetTo(), "err", err)
+			continue
+		}
+		select {
+		case p.queue <- b:
+		default:
+			t.logger.Debug("peer queue full, message dropped", "to", p.id, "type", m.GetType().String())
+			t.unreachable(p.id)
+		}
+	}
+}
+
+// writeLoop keeps a connection to p and writes its queue to it, redialling with
+// exponential backoff after a failure.
+func (t *Transport) writeLoop(p *peer) {
+	backoff := minBackoff
+	for {
+		conn, err := net.DialTimeout("tcp", p.addr, time.Second)
+		if err != nil {
+			t.unreachable(p.id)
+			if !t.sleep(backoff) {
+				return
+			}
+			backoff = min(2*backoff, maxBackoff)
+			continue
+		}
+		backoff = minBackoff
+		if !p.setConn(conn, t) {
+			return
+		}
+		err = t.writeConn(p, conn)
+		p.setConn(nil, t)
+		conn.Close()
+		if err == nil {
+			return // stopping
+		}
+		t.logger.Debug("peer connection lost", "peer", p.id, "err", err)
+		t.unreachable(p.id)
+	}
+}
+
+// setConn records p's current connection; false when the transport is closed.
+func (p *peer) setConn(c net.Conn, t *Transport) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.conn = c
+	select {
+	case <-t.stop:
+		return false
+	default:
+		return true
+	}
+}
+
+// writeConn writes queued frames to conn until a write fails (the error) or the
+// transport stops (nil). It flushes whenever the queue runs empty.
+func (t *Transport) writeConn(p *peer, conn net.Conn) error {
+	w := bufio.NewWriterSize(conn, 64<<10)
+	var hdr [4]byte
+	for {
+		var b []byte
+		select {
+		case b = <-p.queue:
+		case <-t.stop:
+			return nil
+		}
+		conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+		for {
+			binary.BigEndian.PutUint32(hdr[:], uint32(len(b)))
+			w.Write(hdr[:])
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+			select {
+			case b = <-p.queue:
+				continue
+			default:
+			}
+			break
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+}
+
+// sleep waits d; false if the transport stopped meanwhile.
+func (t *Transport) sleep(d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-t.stop:
+		return false
+	}
+}
+
+// acceptLoop accepts peers' connections until the listener closes.
+func (t *Transport) acceptLoop() {
+	for {
+		conn, err := t.ln.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				t.logger.Warn("peer accept failed", "err", err)
+			}
+			return
+		}
+		t.mu.Lock()
+		if t.closed {
+			t.mu.Unlock()
+			conn.Close()
+			return
+		}
+		t.inbound[conn] = struct{}{}
+		t.mu.Unlock()
+		t.goroutine(func() { t.readLoop(conn) })
+	}
+}
+
+// readLoop decodes frames from one peer connection and hands them to recv.
+func (t *Transport) readLoop(conn net.Conn) {
+	defer func() {
+		t.mu.Lock()
+		delete(t.inbound, conn)
+		t.mu.Unlock()
+		conn.Close()
+	}()
+	r := bufio.NewReaderSize(conn, 64<<10)
+	var hdr [4]byte
+	for {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			return
+		}
+		n := binary.BigEndian.Uint32(hdr[:])
+		if n > maxFrame {
+			t.logger.Warn("peer frame too large", "remote", conn.RemoteAddr().String(), "size", n)
+			return
+		}
+		b := make([]byte, n)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return
+		}
+		m := new(raftpb.Message)
+		if err := proto.Unmarshal(b, m); err != nil {
+			t.logger.Warn("bad peer message", "remote", conn.RemoteAddr().String(), "err", err)
+			return
+		}
+		t.recv(m)
+	}
+}
+
+// Close stops the listener, closes every connection and waits for the transport's
+// goroutines. Messages still queued are dropped.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	close(t.stop)
+	err := t.ln.Close()
+	for c := range t.inbound {
+		c.Close()
+	}
+	t.mu.Unlock()
+	for _, p := range t.peers {
+		p.mu.Lock()
+		if p.conn != nil {
+			p.conn.Close()
+		}
+		p.mu.Unlock()
+	}
+	t.wg.Wait()
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("quorum: close listener: %w", err)
+	}
+	return nil
+}
