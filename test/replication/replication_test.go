@@ -78,6 +78,23 @@ func (w *writer) one(id int) error {
 	return tx.Commit()
 }
 
+// waitCommitted waits until the writer has committed n more transactions than when
+// called: the writes are flowing.
+func (w *writer) waitCommitted(t testing.TB, n int) {
+	t.Helper()
+	w.mu.Lock()
+	target := w.n + n
+	w.mu.Unlock()
+	testutil.Eventually(t, 30*time.Second, 5*time.Millisecond, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.err != nil {
+			t.Fatalf("writer: %v", w.err)
+		}
+		return w.n >= target
+	}, "the writer commits %d transactions", n)
+}
+
 // halt stops the writer and returns how many transactions it committed in all.
 func (w *writer) halt(t testing.TB) int {
 	close(w.stop)
@@ -104,7 +121,7 @@ func TestHotFailover(t *testing.T) {
 		"r2 stands by")
 
 	w := b.startWriter("shop", 0)
-	time.Sleep(time.Second) // writes flowing before the kill: a timed scenario, not a wait for a condition
+	w.waitCommitted(t, 200) // writes flowing when the running instance is killed
 	first.Kill()
 	killed := time.Now()
 	testutil.Eventually(t, 3*sessionTimeout+5*time.Second, 20*time.Millisecond, func() bool { return b.runningHost("shop") == "r2" },
@@ -118,7 +135,7 @@ func TestHotFailover(t *testing.T) {
 		return b.dst.QueryRow("SELECT COUNT(*) FROM shop.orders").Scan(&now) == nil && now > before
 	}, "r2 applies")
 	resumed := time.Since(killed)
-	time.Sleep(time.Second)
+	w.waitCommitted(t, 200) // and flowing after the takeover
 	n := w.halt(t)
 	b.waitEqual(30*time.Second, "shop.orders", "shop.stock")
 	t.Logf("%d transactions; r2 took over %v after r1 was killed, and applied again %v after it",
@@ -144,7 +161,7 @@ func TestColdStandbyAndRestart(t *testing.T) {
 		"h1 runs the task\n%s", b.tails())
 	b.start("c1", "--mode", "cold")
 	w := b.startWriter("cold", 0)
-	time.Sleep(500 * time.Millisecond)
+	w.waitCommitted(t, 100)
 	hot.Kill()
 	testutil.Eventually(t, 3*sessionTimeout+10*time.Second, 50*time.Millisecond, func() bool { return b.runningHost("cold") == "c1" },
 		"the cold standby claims the task\n%s", b.tails())
@@ -156,7 +173,7 @@ func TestColdStandbyAndRestart(t *testing.T) {
 		p.Stop(20 * time.Second)
 	}
 	w = b.startWriter("cold", n)
-	time.Sleep(300 * time.Millisecond)
+	w.waitCommitted(t, 100)
 	w.halt(t)
 	b.start("h2", "--tasks", "cold")
 	b.waitEqual(30*time.Second, "cold.orders", "cold.stock")
