@@ -29,6 +29,15 @@ type Config struct {
 	// Applied is the index up to which the caller's state machine already holds the
 	// log (from its snapshot): entries at or below it are not passed to Apply again.
 	Applied uint64
+	// Snapshotter, if set, lets the member compact its log: every SnapshotEntries
+	// applied entries it takes the state machine's snapshot, keeps it durably and
+	// drops the log before it but for the KeepEntries last entries held in memory
+	// for slow followers. A member without one never compacts, and stops with an
+	// error if the leader sends it a snapshot or its directory holds one newer
+	// than Applied.
+	Snapshotter     Snapshotter
+	SnapshotEntries uint64
+	KeepEntries     uint64
 	// SendQueue bounds each peer's outbound queue, in messages.
 	SendQueue int
 	// MaxSizePerMsg and MaxInflightMsgs are Raft's flow control knobs.
@@ -46,6 +55,8 @@ func DefaultConfig() Config {
 		SendQueue:       4096,
 		MaxSizePerMsg:   1 << 20,
 		MaxInflightMsgs: 256,
+		SnapshotEntries: 10000,
+		KeepEntries:     5000,
 	}
 }
 
@@ -61,6 +72,8 @@ func (c *Config) Validate() error {
 	case c.HeartbeatTicks <= 0 || c.ElectionTicks <= c.HeartbeatTicks:
 		return fmt.Errorf("quorum: election_ticks %d, heartbeat_ticks %d: need election > heartbeat > 0",
 			c.ElectionTicks, c.HeartbeatTicks)
+	case c.Snapshotter != nil && c.SnapshotEntries == 0:
+		return fmt.Errorf("quorum: snapshot_entries 0: must be > 0 with a snapshotter")
 	case c.SendQueue <= 0:
 		return fmt.Errorf("quorum: send_queue %d: must be > 0", c.SendQueue)
 	}

@@ -11,11 +11,13 @@
 //
 //	tick ──► raft.Node ──Ready──► 1. Storage.Save(HardState, Entries, Snapshot)  fsync when MustSync
 //	                              2. Transport.Send(Messages)                      only after 1
-//	                              3. apply CommittedEntries in order:
+//	                              3. Snapshot (from the leader) ──► Snapshotter.Restore, applied = its index
+//	                              4. apply CommittedEntries after it, in order:
 //	                                   conf change ──► raft ApplyConfChange
 //	                                   proposal    ──► ApplyFunc, then wake its Propose
-//	                              4. ReadStates ──► wake their ReadIndex
-//	                              5. Advance
+//	                              5. ReadStates ──► wake their ReadIndex
+//	                              6. every SnapshotEntries applied: Snapshotter.Snapshot ──► Storage.Checkpoint
+//	                              7. Advance
 //
 // Raft runs with PreVote and CheckQuorum on; the election timeout is ElectionTicks
 // Ticks. Proposals on followers and learners are forwarded to the leader by Raft.
@@ -24,7 +26,8 @@
 // conf change entries in term 1 — every voter (ConfChangeAddNode) then every learner
 // (ConfChangeAddLearnerNode), ascending ids — identical on every member, so all logs
 // agree from index 1. The member then always starts with raft.RestartNode and
-// Applied 0: the log is replayed from its start and its conf changes rebuild the
+// Applied 0: the log is replayed from its start, or from its snapshot (whose
+// ConfState is the membership up to it), and its conf changes rebuild the
 // membership. Learners are ZooKeeper's observers: they replicate and may serve reads
 // but do not vote.
 //
@@ -47,24 +50,59 @@
 // Config.Applied (the state machine's own applied index, from its snapshot) are
 // skipped, so a restarted member does not apply twice what its state machine kept.
 //
+// # Snapshots and compaction
+//
+// With a Snapshotter in Config, the Ready loop takes a snapshot once SnapshotEntries
+// entries have been applied since the last one: the caller's Snapshot() at the
+// applied index, with the ConfState as of that index, handed to Storage.Checkpoint,
+// which makes it durable and compacts the log: memory keeps the KeepEntries entries
+// before the snapshot (so a follower slightly behind is still sent entries), disk
+// keeps nothing before it. A follower the leader's memory no longer covers is sent
+// the snapshot (MsgSnap, reported sent at once: a lost one is sent again after the
+// follower's next rejection); it keeps it as Save does below, calls Restore, sets
+// applied to its index and applies the committed entries after it. On start, a
+// snapshot newer than Config.Applied is given to Restore before any entry.
+//
 // # Storage
 //
-// Storage is raft.Storage plus Save. FileStorage keeps it in a raft.MemoryStorage
-// and appends every Save to DIR/raft.log as records, writing the file (and fsyncing
-// it when Raft says MustSync) before the memory copy, so Raft never reads what is not
-// durable:
+// Storage is raft.Storage plus Save and Checkpoint. FileStorage keeps it in a
+// raft.MemoryStorage and, on disk in Dir, in the newest snapshot and the log that
+// follows it, writing the file (and fsyncing it when Raft says MustSync) before the
+// memory copy, so Raft never reads what is not durable:
+//
+//	snap-<index>.snap    one record: the raftpb.Snapshot (metadata and the caller's data)
+//	raft-<index>.log     records: the entries after that snapshot and hard states
+//	raft.log             the log when no snapshot was ever taken (index 0)
+//
+// <index> is 16 hex digits. A record is
 //
 //	0        4        8      9             9+len
 //	+--------+--------+------+-------------+
 //	| crc32c | len    | type | payload     |   uint32s little-endian; the CRC covers
 //	+--------+--------+------+-------------+   type and payload
 //
-// type 1 is a raftpb.Entry, 2 a raftpb.HardState, 3 a raftpb.Snapshot (protobuf).
-// One Save writes its snapshot, entries, then hard state in one write. Open replays
-// the file: an entry at an index already held replaces that index and every later
-// one (a new leader's conflicting tail), and a torn or corrupt tail is truncated at
-// the last whole record and reported. The file is never compacted: it is the stand-in
-// for server/store's WAL.
+// type 1 is a raftpb.Entry, 2 a raftpb.HardState, 3 a raftpb.Snapshot (protobuf;
+// type 3 only in snapshot files, and in logs written before snapshot files
+// existed). One Save appends its entries then its hard state in one write. Replay:
+// an entry at an index already held replaces that index and every later one (a new
+// leader's conflicting tail), an entry at or before the snapshot is skipped, and a
+// torn or corrupt log tail is truncated at the last whole record and reported.
+//
+// A snapshot at index S (a Checkpoint, or one received in Save) goes to disk in
+// three steps, each durable before the next:
+//
+//  1. snap-S.snap: written as snap-S.snap.tmp, fsynced, renamed, directory fsynced;
+//  2. raft-S.log: the entries after S and the hard state now in memory, written the
+//     same way; appends then go to it;
+//  3. the older logs and snapshot files are removed, directory fsynced.
+//
+// Open recovers in this order: the newest snapshot file that reads back whole
+// (a damaged or .tmp one is ignored); the newest log whose index is at most the
+// snapshot's (raft-S.log after step 2, the older log after a crash between 1 and 2,
+// whose entries up to S are skipped); then, if the replayed hard state is behind
+// the snapshot (a received snapshot whose hard state had not reached disk), its
+// commit is raised to S and its term to the snapshot's. Files left by a crash in
+// step 3 are ignored and removed by the next snapshot.
 //
 // # Transport
 //
@@ -95,8 +133,8 @@
 //     followers forward their local sessions' pings to the leader.
 //   - sync and reads after it: Node.ReadIndex, which waits until applied ≥ the index.
 //   - Storage: back Storage by server/store's WAL (entries and hard state as records,
-//     group fsync per Ready), snapshots of the tree as raftpb.Snapshot metadata plus
-//     the store's snapshot file, log compaction, and MsgSnap for lagging members.
+//     group fsync per Ready) and the tree's Snapshotter by the store's snapshot
+//     (streamed rather than held in one []byte once trees are large).
 //   - Config: server.N lines give Voters (and :observer ones Learners), myid gives ID,
 //     tickTime gives Tick, initLimit/syncLimit bound ElectionTicks.
 package quorum

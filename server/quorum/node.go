@@ -83,6 +83,10 @@ type Node struct {
 	appliedCh chan struct{}          // closed and replaced whenever applied grows
 	learners  map[uint64]bool        // from the latest applied ConfState
 
+	// Owned by the Ready loop (and newNode before it starts).
+	confState *raftpb.ConfState // the membership as of the applied index
+	snapIndex uint64            // index of the latest snapshot taken or restored
+
 	stop    chan struct{} // closed by Close: the Ready loop ends
 	done    chan struct{} // closed when the Ready loop has ended
 	closeMu sync.Mutex    // serialises Close
@@ -132,8 +136,13 @@ func newNode(cfg Config, st Storage, apply ApplyFunc, logger *slog.Logger) (*Nod
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	n.seq.Store(uint64(time.Now().UnixNano()))
-	// The Raft log is replayed from its start (Applied 0) so that its conf changes
-	// rebuild the membership; cfg.Applied only hides entries from apply.
+	if err := n.loadSnapshot(); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	// The Raft log is replayed from its start or from its snapshot (Applied 0 means
+	// the snapshot's index to Raft) so that its conf changes rebuild the membership
+	// on top of the snapshot's; cfg.Applied only hides entries from apply.
 	n.rn = raft.RestartNode(&raft.Config{
 		ID: cfg.ID, ElectionTick: cfg.ElectionTicks, HeartbeatTick: cfg.HeartbeatTicks,
 		Storage: st, MaxSizePerMsg: cfg.MaxSizePerMsg, MaxInflightMsgs: cfg.MaxInflightMsgs,
@@ -233,11 +242,16 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		return err
 	}
 	n.transport.Send(rd.Messages)
+	n.reportSnapshots(rd.Messages)
 	if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
-		// Nothing compacts the log yet, so no member is ever sent a snapshot.
-		return fmt.Errorf("quorum: snapshot at index %d received: not supported yet", rd.Snapshot.GetMetadata().GetIndex())
+		if err := n.restore(rd.Snapshot); err != nil {
+			return err
+		}
 	}
 	for _, e := range rd.CommittedEntries {
+		if e.GetIndex() <= n.applied.Load() {
+			continue // covered by a snapshot restored in this Ready
+		}
 		if err := n.applyEntry(e); err != nil {
 			return err
 		}
@@ -245,7 +259,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	for _, rs := range rd.ReadStates {
 		n.readDone(rs)
 	}
-	return nil
+	return n.maybeSnapshot()
 }
 
 // applyEntry applies one committed entry: a conf change to Raft, a proposal to the
@@ -284,6 +298,7 @@ func (n *Node) applyEntry(e *raftpb.Entry) error {
 
 // confChanged records which members are learners after a conf change.
 func (n *Node) confChanged(cs *raftpb.ConfState) {
+	n.confState = cs
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	clear(n.learners)
@@ -496,3 +511,67 @@ func (r raftLogger) Fatal(v ...any)              { r.Panic(v...) }
 func (r raftLogger) Fatalf(f string, v ...any)   { r.Panicf(f, v...) }
 func (r raftLogger) Panic(v ...any)              { panic(fmt.Sprint(v...)) }
 func (r raftLogger) Panicf(f string, v ...any)   { panic(fmt.Sprintf(f, v...)) }
+
+// loadSnapshot starts the member from its storage's snapshot, if any: the
+// membership, the applied index and, unless cfg.Applied says the state machine
+// already holds it, the state machine's state.
+func (n *Node) loadSnapshot() error {
+	snap, err := n.storage.Snapshot()
+	if err != nil {
+		return fmt.Errorf("quorum: read snapshot: %w", err)
+	}
+	if raft.IsEmptySnap(snap) {
+		return nil
+	}
+	return n.restore(snap)
+}
+
+// restore makes snap the member's applied state: the caller's state machine (unless
+// it already holds snap's index), the membership and the applied index.
+func (n *Node) restore(snap *raftpb.Snapshot) error {
+	md := snap.GetMetadata()
+	idx := md.GetIndex()
+	if idx > n.cfg.Applied {
+		if n.cfg.Snapshotter == nil {
+			return fmt.Errorf("quorum: snapshot at index %d: no Snapshotter configured", idx)
+		}
+		if err := n.cfg.Snapshotter.Restore(snap.GetData(), idx, md.GetTerm()); err != nil {
+			return fmt.Errorf("quorum: restore snapshot at index %d: %w", idx, err)
+		}
+		n.logger.Info("restored snapshot", "index", idx, "term", md.GetTerm())
+	}
+	n.snapIndex = idx
+	n.confChanged(md.GetConfState())
+	n.setApplied(idx)
+	return nil
+}
+
+// maybeSnapshot takes a snapshot and compacts the log once SnapshotEntries entries
+// have been applied since the last one.
+func (n *Node) maybeSnapshot() error {
+	applied := n.applied.Load()
+	if n.cfg.Snapshotter == nil || applied-n.snapIndex < n.cfg.SnapshotEntries || applied <= n.cfg.Applied {
+		return nil
+	}
+	data, err := n.cfg.Snapshotter.Snapshot()
+	if err != nil {
+		return fmt.Errorf("quorum: take snapshot at index %d: %w", applied, err)
+	}
+	if err := n.storage.Checkpoint(applied, n.confState, data, n.cfg.KeepEntries); err != nil {
+		return err
+	}
+	n.snapIndex = applied
+	n.logger.Info("snapshot taken", "index", applied, "size", len(data))
+	return nil
+}
+
+// reportSnapshots tells Raft that the snapshots among msgs were sent: a lost one is
+// found by the follower's next rejection and sent again, where waiting for an
+// acknowledgement would leave the follower paused.
+func (n *Node) reportSnapshots(msgs []*raftpb.Message) {
+	for _, m := range msgs {
+		if m.GetType() == raftpb.MsgSnap {
+			n.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFinish)
+		}
+	}
+}

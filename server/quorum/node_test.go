@@ -25,8 +25,9 @@ type member struct {
 	dir  string
 	node *Node
 
-	mu      sync.Mutex
-	records []record
+	mu       sync.Mutex
+	records  []record
+	restores int // Restore calls
 }
 
 func (m *member) apply(t *testing.T) ApplyFunc {
@@ -59,13 +60,24 @@ type cluster struct {
 	t                *testing.T
 	voters, learners map[uint64]string
 	members          map[uint64]*member
+	// snapEvery and keep, when snapEvery > 0, give members a Snapshotter (their
+	// state machine) with SnapshotEntries snapEvery and KeepEntries keep.
+	snapEvery, keep uint64
 }
 
 // newCluster starts voters 1..nv and learners nv+1..nv+nl on 127.0.0.1, each with a
 // log directory.
 func newCluster(t *testing.T, nv, nl int) *cluster {
 	t.Helper()
-	c := &cluster{t: t, voters: map[uint64]string{}, learners: map[uint64]string{}, members: map[uint64]*member{}}
+	return newSnapshotCluster(t, nv, nl, 0, 0)
+}
+
+// newSnapshotCluster is newCluster with members that snapshot every snapEvery
+// applied entries and keep keep entries in memory (see cluster).
+func newSnapshotCluster(t *testing.T, nv, nl int, snapEvery, keep uint64) *cluster {
+	t.Helper()
+	c := &cluster{t: t, voters: map[uint64]string{}, learners: map[uint64]string{}, members: map[uint64]*member{},
+		snapEvery: snapEvery, keep: keep}
 	lns := map[uint64]net.Listener{}
 	for i := 1; i <= nv+nl; i++ {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -103,6 +115,9 @@ func (c *cluster) start(id uint64, ln net.Listener) {
 	cfg.ID, cfg.Voters, cfg.Learners, cfg.Dir, cfg.Listener = id, c.voters, c.learners, m.dir, ln
 	cfg.Tick = testTick
 	cfg.Applied = m.lastApplied()
+	if c.snapEvery > 0 {
+		cfg.Snapshotter, cfg.SnapshotEntries, cfg.KeepEntries = m, c.snapEvery, c.keep
+	}
 	n, err := New(cfg, m.apply(c.t), slog.New(slog.DiscardHandler))
 	if err != nil {
 		c.t.Fatal(err)

@@ -26,6 +26,12 @@ type Storage interface {
 	// true they are durable when Save returns; otherwise they may be lost in a crash
 	// of the machine (raft.MustSync says when a write may be lazy).
 	Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raftpb.Snapshot, sync bool) error
+	// Checkpoint makes a snapshot at index (an applied index) of the state machine
+	// data with membership cs durable, then drops the log before it: all but the
+	// keep entries before index from memory (kept for slow followers) and every
+	// entry up to index from disk. A snapshot not newer than the current one is
+	// ignored.
+	Checkpoint(index uint64, cs *raftpb.ConfState, data []byte, keep uint64) error
 	// Close releases the storage. Save must not be called after it.
 	Close() error
 }
@@ -50,38 +56,58 @@ const maxRecord = 256 << 20
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // FileStorage is a Storage kept in a raft.MemoryStorage and, when it has a
-// directory, also in an append-only log file there that Open replays. It is the
-// stand-in for the WAL-backed storage of the integration step: the file is never
-// compacted. Save and Close are for the Ready loop only; the raft.Storage methods
-// are safe for concurrent use (MemoryStorage locks).
+// directory, also in snapshot files and an append-only log file there that Open
+// loads and replays. It is the stand-in for the WAL-backed storage of the
+// integration step. Save, Checkpoint and Close are for the Ready loop only; the
+// raft.Storage methods are safe for concurrent use (MemoryStorage locks).
 type FileStorage struct {
 	*raft.MemoryStorage
 	logger *slog.Logger
 
-	mu  sync.Mutex // guards f and buf (Save vs Close)
-	f   *os.File   // nil when memory-only or closed
-	buf []byte     // reused encoding buffer
+	dir string // "" when memory-only
+
+	mu   sync.Mutex // guards f, base and buf (Save and Checkpoint vs Close)
+	f    *os.File   // the current log file; nil when memory-only or closed
+	base uint64     // index of the snapshot the current log follows (0: none)
+	buf  []byte     // reused encoding buffer
 }
 
-// OpenFileStorage opens the storage in dir, creating dir if needed, and replays its
-// log into memory. An empty dir gives a memory-only storage. A torn or corrupt tail
-// (a crash in the middle of a write) is truncated at the last whole record and
+// OpenFileStorage opens the storage in dir, creating dir if needed: it loads the
+// newest valid snapshot file, then replays the log file that follows it (see
+// recoverFiles). An empty dir gives a memory-only storage. A torn or corrupt log
+// tail (a crash in the middle of a write) is truncated at the last whole record and
 // reported at Warn; there is nothing after it that was ever synced.
 func OpenFileStorage(dir string, logger *slog.Logger) (*FileStorage, error) {
-	s := &FileStorage{MemoryStorage: raft.NewMemoryStorage(), logger: logger}
+	s := &FileStorage{MemoryStorage: raft.NewMemoryStorage(), logger: logger, dir: dir}
 	if dir == "" {
 		return s, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("quorum: create storage dir: %w", err)
 	}
-	path := filepath.Join(dir, logFile)
+	snap, err := loadNewestSnapshot(dir, logger)
+	if err != nil {
+		return nil, err
+	}
+	if snap != nil {
+		if err := s.ApplySnapshot(snap); err != nil {
+			return nil, fmt.Errorf("quorum: apply snapshot file: %w", err)
+		}
+	}
+	s.base, err = logBase(dir, snap.GetMetadata().GetIndex())
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, logName(s.base))
 	data, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("quorum: read log: %w", err)
 	}
 	good, err := s.replay(data)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.coverSnapshot(snap); err != nil {
 		return nil, err
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
@@ -105,6 +131,28 @@ func OpenFileStorage(dir string, logger *slog.Logger) (*FileStorage, error) {
 	}
 	s.f = f
 	return s, nil
+}
+
+// coverSnapshot raises a replayed hard state that is behind snap: after a crash
+// between a received snapshot's file and the log that follows it, the last hard
+// state on disk predates the snapshot, but what the snapshot holds is committed.
+func (s *FileStorage) coverSnapshot(snap *raftpb.Snapshot) error {
+	if snap == nil {
+		return nil
+	}
+	hs, _, err := s.InitialState()
+	if err != nil {
+		return err
+	}
+	md := snap.GetMetadata()
+	if hs.GetCommit() >= md.GetIndex() && hs.GetTerm() >= md.GetTerm() {
+		return nil
+	}
+	fixed := &raftpb.HardState{Term: new(hs.GetTerm()), Vote: new(hs.GetVote()), Commit: new(max(hs.GetCommit(), md.GetIndex()))}
+	if hs.GetTerm() < md.GetTerm() {
+		fixed.Term, fixed.Vote = new(md.GetTerm()), new(uint64(0))
+	}
+	return s.SetHardState(fixed)
 }
 
 // replay loads the records of data into memory and returns the length of the whole
@@ -160,14 +208,22 @@ func (s *FileStorage) load(typ byte, payload []byte) error {
 
 // Save implements Storage: the file first (and its fsync when sync), then memory,
 // so that what the Raft library reads back is never ahead of what is durable.
+// A snapshot (one received from the leader) is kept like Checkpoint's: its file,
+// then a new log after it, which the entries and hard state then go to.
 func (s *FileStorage) Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raftpb.Snapshot, sync bool) error {
-	if err := s.write(hs, ents, snap, sync); err != nil {
-		return err
-	}
 	if snap != nil && !raft.IsEmptySnap(snap) {
+		if err := s.writeSnapshot(snap); err != nil {
+			return err
+		}
 		if err := s.ApplySnapshot(snap); err != nil {
 			return fmt.Errorf("quorum: apply snapshot: %w", err)
 		}
+		if err := s.rotate(snap.GetMetadata().GetIndex()); err != nil {
+			return err
+		}
+	}
+	if err := s.write(hs, ents, sync); err != nil {
+		return err
 	}
 	if len(ents) > 0 {
 		if err := s.MemoryStorage.Append(ents); err != nil {
@@ -183,25 +239,14 @@ func (s *FileStorage) Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raf
 }
 
 // write appends the records of one Save to the file in one write call.
-func (s *FileStorage) write(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raftpb.Snapshot, sync bool) error {
+func (s *FileStorage) write(hs *raftpb.HardState, ents []*raftpb.Entry, sync bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f == nil {
 		return nil
 	}
-	s.buf = s.buf[:0]
 	var err error
-	if snap != nil && !raft.IsEmptySnap(snap) {
-		s.buf, err = appendRecord(s.buf, recSnapshot, snap)
-	}
-	for _, e := range ents {
-		if err == nil {
-			s.buf, err = appendRecord(s.buf, recEntry, e)
-		}
-	}
-	if err == nil && hs != nil && !raft.IsEmptyHardState(hs) {
-		s.buf, err = appendRecord(s.buf, recHardState, hs)
-	}
+	s.buf, err = encodeRecords(s.buf[:0], hs, ents)
 	if err != nil {
 		return fmt.Errorf("quorum: encode record: %w", err)
 	}
@@ -217,6 +262,20 @@ func (s *FileStorage) write(hs *raftpb.HardState, ents []*raftpb.Entry, snap *ra
 		}
 	}
 	return nil
+}
+
+// encodeRecords appends the records of ents, then of hs if not empty, to dst.
+func encodeRecords(dst []byte, hs *raftpb.HardState, ents []*raftpb.Entry) ([]byte, error) {
+	var err error
+	for _, e := range ents {
+		if dst, err = appendRecord(dst, recEntry, e); err != nil {
+			return dst, err
+		}
+	}
+	if hs != nil && !raft.IsEmptyHardState(hs) {
+		dst, err = appendRecord(dst, recHardState, hs)
+	}
+	return dst, err
 }
 
 // appendRecord frames m as a record: crc32c | len | type | payload, where the

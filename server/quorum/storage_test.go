@@ -103,3 +103,71 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A crash between a snapshot file and the log that follows it: Open loads the
+// snapshot, replays the older log's entries after it and raises the hard state.
+func TestFileStorageRecoversSnapshotBeforeRotation(t *testing.T) {
+	dir := t.TempDir()
+	logger := slog.New(slog.DiscardHandler)
+	s, err := OpenFileStorage(dir, logger)
+	must(t, err)
+	must(t, s.Save(&raftpb.HardState{Term: new(uint64(1)), Commit: new(uint64(2))},
+		[]*raftpb.Entry{entry(1, 1, "a"), entry(1, 2, "b"), entry(1, 3, "c"), entry(1, 4, "d")}, nil, true))
+	snap := &raftpb.Snapshot{Data: []byte("state"), Metadata: &raftpb.SnapshotMetadata{
+		Index: new(uint64(3)), Term: new(uint64(1)), ConfState: &raftpb.ConfState{Voters: []uint64{1}}}}
+	must(t, s.writeSnapshot(snap)) // the crash: no rotation, no removal
+	must(t, s.Close())
+
+	s, err = OpenFileStorage(dir, logger)
+	must(t, err)
+	defer s.Close()
+	got, err := s.Snapshot()
+	must(t, err)
+	if got.GetMetadata().GetIndex() != 3 || string(got.GetData()) != "state" {
+		t.Fatalf("snapshot = %v, want index 3 with its data", got)
+	}
+	hs, _, err := s.InitialState()
+	must(t, err)
+	if hs.GetCommit() != 3 || hs.GetTerm() != 1 {
+		t.Fatalf("hard state = %v, want commit raised to 3", hs)
+	}
+	first, err := s.FirstIndex()
+	must(t, err)
+	last, err := s.LastIndex()
+	must(t, err)
+	if first != 4 || last != 4 {
+		t.Fatalf("log [%d, %d], want [4, 4]", first, last)
+	}
+}
+
+// Checkpoint leaves one snapshot and one log holding only what follows it, and a
+// reopened storage holds the same.
+func TestFileStorageCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	logger := slog.New(slog.DiscardHandler)
+	s, err := OpenFileStorage(dir, logger)
+	must(t, err)
+	must(t, s.Save(&raftpb.HardState{Term: new(uint64(1)), Commit: new(uint64(5))},
+		[]*raftpb.Entry{entry(1, 1, "a"), entry(1, 2, "b"), entry(1, 3, "c"), entry(1, 4, "d"), entry(1, 5, "e")}, nil, true))
+	must(t, s.Checkpoint(4, &raftpb.ConfState{Voters: []uint64{1}}, []byte("s4"), 2))
+	if first, _ := s.FirstIndex(); first != 3 {
+		t.Fatalf("memory first index %d, want 3 (two entries kept)", first)
+	}
+	must(t, s.Save(nil, []*raftpb.Entry{entry(1, 6, "f")}, nil, true))
+	must(t, s.Close())
+	if _, err := os.Stat(filepath.Join(dir, logFile)); !os.IsNotExist(err) {
+		t.Fatalf("old log still there: %v", err)
+	}
+
+	s, err = OpenFileStorage(dir, logger)
+	must(t, err)
+	defer s.Close()
+	if first, _ := s.FirstIndex(); first != 5 {
+		t.Fatalf("reopened first index %d, want 5", first)
+	}
+	ents, err := s.Entries(5, 7, 1<<30)
+	must(t, err)
+	if len(ents) != 2 || string(ents[0].GetData()) != "e" || string(ents[1].GetData()) != "f" {
+		t.Fatalf("reopened entries = %v, want e, f", ents)
+	}
+}

@@ -1,0 +1,176 @@
+package quorum
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Snapshot implements Snapshotter: the records, each as index, term, data length
+// (uint64s big-endian) and data.
+func (m *member) Snapshot() ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var b []byte
+	for _, r := range m.records {
+		b = binary.BigEndian.AppendUint64(b, r.index)
+		b = binary.BigEndian.AppendUint64(b, r.term)
+		b = binary.BigEndian.AppendUint64(b, uint64(len(r.data)))
+		b = append(b, r.data...)
+	}
+	return b, nil
+}
+
+// Restore implements Snapshotter.
+func (m *member) Restore(data []byte, index, term uint64) error {
+	var recs []record
+	for len(data) > 0 {
+		if len(data) < 24 || uint64(len(data)-24) < binary.BigEndian.Uint64(data[16:]) {
+			return errors.New("test snapshot: truncated")
+		}
+		n := binary.BigEndian.Uint64(data[16:])
+		recs = append(recs, record{binary.BigEndian.Uint64(data), binary.BigEndian.Uint64(data[8:]), string(data[24 : 24+n])})
+		data = data[24+n:]
+	}
+	if len(recs) > 0 && recs[len(recs)-1].index > index {
+		return fmt.Errorf("test snapshot at %d holds record %d", index, recs[len(recs)-1].index)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.records = recs
+	m.restores++
+	return nil
+}
+
+func (m *member) restoreCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.restores
+}
+
+// storageFiles returns the sizes of the log files and the names of the snapshot
+// files in dir.
+func storageFiles(t *testing.T, dir string) (logs map[string]int64, snaps []string) {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs = map[string]int64{}
+	for _, de := range des {
+		switch name := de.Name(); {
+		case strings.HasSuffix(name, logSuffix):
+			fi, err := os.Stat(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			logs[name] = fi.Size()
+		case strings.HasSuffix(name, snapSuffix):
+			snaps = append(snaps, name)
+		}
+	}
+	return logs, snaps
+}
+
+func TestLogFileBoundedByCompaction(t *testing.T) {
+	const snapEvery, batches, perBatch = 20, 6, 40
+	c := newSnapshotCluster(t, 3, 0, snapEvery, 5)
+	lead := c.leader(5 * time.Second)
+	// One entry's records (entry plus the hard states of its Readies) take well
+	// under 200 bytes; without compaction the log would hold batches*perBatch
+	// entries.
+	const bound = 2 * snapEvery * 200
+	for b := range batches {
+		for i := range perBatch {
+			c.propose(lead, fmt.Sprintf("b%d-%03d", b, i))
+		}
+		c.converged((b + 1) * perBatch)
+		if b == 0 {
+			continue // the first snapshot may still be pending on some member
+		}
+		for id, m := range c.members {
+			logs, snaps := storageFiles(t, m.dir)
+			if len(logs) != 1 || len(snaps) != 1 {
+				t.Fatalf("member %d after %d entries: logs %v, snapshots %v; want one of each", id, (b+1)*perBatch, logs, snaps)
+			}
+			for name, size := range logs {
+				if name == logFile || size > bound {
+					t.Fatalf("member %d after %d entries: log %s is %d bytes, want a post-snapshot log under %d",
+						id, (b+1)*perBatch, name, size, bound)
+				}
+			}
+		}
+	}
+}
+
+func TestRestartAfterCompactionRecoversState(t *testing.T) {
+	c := newSnapshotCluster(t, 1, 0, 10, 3)
+	c.leader(5 * time.Second)
+	for i := range 57 {
+		c.propose(1, fmt.Sprintf("v%d", i))
+	}
+	want := c.converged(57)
+	c.stop(1)
+	if _, snaps := storageFiles(t, c.members[1].dir); len(snaps) != 1 {
+		t.Fatalf("snapshots %v, want one", snaps)
+	}
+	// A fresh state machine: everything comes from the snapshot and the log after it.
+	m := c.members[1]
+	m.mu.Lock()
+	m.records, m.restores = nil, 0
+	m.mu.Unlock()
+	c.start(1, nil)
+	got := c.converged(57)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after restart: %v, want %v", got, want)
+	}
+	if m.restoreCount() != 1 {
+		t.Fatalf("restores = %d, want 1 (from the local snapshot)", m.restoreCount())
+	}
+	if st := m.node.Status(); st.Applied < want[len(want)-1].index {
+		t.Fatalf("applied %d, want at least %d", st.Applied, want[len(want)-1].index)
+	}
+	c.leader(5 * time.Second)
+	c.propose(1, "after-restart")
+	c.converged(58)
+}
+
+func TestLaggingMemberCatchesUpBySnapshot(t *testing.T) {
+	c := newSnapshotCluster(t, 3, 0, 20, 5)
+	lead := c.leader(5 * time.Second)
+	for i := range 5 {
+		c.propose(lead, fmt.Sprintf("early-%d", i))
+	}
+	c.converged(5)
+	down := lead%3 + 1 // a follower
+	c.stop(down)
+	lagged := c.members[down].lastApplied()
+	lead = c.leader(5 * time.Second)
+	for i := range 100 {
+		c.propose(lead, fmt.Sprintf("late-%d", i))
+	}
+	want := c.converged(105)
+	first, err := c.members[lead].node.storage.FirstIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first <= lagged+1 {
+		t.Fatalf("leader's log starts at %d: not compacted past the lagging member's %d", first, lagged)
+	}
+	m := c.members[down]
+	c.start(down, nil)
+	got := c.converged(105)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("lagging member: %v, want %v", got, want)
+	}
+	if m.restoreCount() == 0 {
+		t.Fatal("lagging member caught up without a snapshot")
+	}
+	c.propose(down, "from-lagged")
+	c.converged(106)
+}
