@@ -27,7 +27,7 @@ import (
 // see tail.go (truncation races, inode reuse). Each Line carries (source, file,
 // offset) for a consumer to drop duplicates.
 type Collector struct {
-	cfg    CollectorConfig // immutable after NewCollector
+	cfg    Config // immutable after NewCollector
 	layout Layout
 	sess   *coordinator.Session
 	conn   *zk.Conn
@@ -40,8 +40,12 @@ type Collector struct {
 // caller connected and closes after Run returns (other parts of the process, such as
 // the rebalancer, may share it). Nothing starts before Run. A nil logger discards the
 // logs.
-func NewCollector(cfg CollectorConfig, s *coordinator.Session, logger *slog.Logger) (*Collector, error) {
-	if err := cfg.Validate(); err != nil {
+func NewCollector(cfg Config, s *coordinator.Session, logger *slog.Logger) (*Collector, error) {
+	err := cfg.Validate()
+	if cfg.Host == "" {
+		err = errors.Join(err, errors.New(`host = "": want the collector's id, 1 to 128 letters, digits, '.', '_' or '-', the same across restarts`))
+	}
+	if err != nil {
 		return nil, err
 	}
 	if s == nil {

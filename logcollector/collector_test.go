@@ -132,7 +132,7 @@ type runningCollector struct {
 // it is stopped when the test ends if not before.
 func (e *collectorEnv) startCollector(host, sinkDir string) *runningCollector {
 	e.t.Helper()
-	cfg := DefaultCollectorConfig()
+	cfg := DefaultConfig()
 	cfg.Servers, cfg.Host, cfg.Sink = []string{e.addr}, host, sinkDir
 	cfg.StatusInterval, cfg.PollInterval = 50*time.Millisecond, testPoll
 	c, err := NewCollector(cfg, connectTest(e.t, e.addr), testutil.TestLogger())
@@ -367,26 +367,31 @@ func TestCollectorResumeFromHighestEpoch(t *testing.T) {
 	}
 }
 
-func TestCollectorConfigValidate(t *testing.T) {
-	good := DefaultCollectorConfig()
+func TestConfigValidate(t *testing.T) {
+	good := DefaultConfig()
 	good.Host = "c1"
 	if err := good.Validate(); err != nil {
 		t.Fatalf("defaults with a host: %v", err)
 	}
+	// The host may be left to New (the host name), but a collector needs one.
+	noHost := good
+	noHost.Host = ""
+	if _, err := NewCollector(noHost, nil, nil); err == nil || !strings.Contains(err.Error(), `host = "":`) {
+		t.Errorf("NewCollector without a host: %v", err)
+	}
 	tests := []struct {
 		name   string
-		change func(*CollectorConfig)
+		change func(*Config)
 		want   string
 	}{
-		{"no servers", func(c *CollectorConfig) { c.Servers = nil }, "zk = "},
-		{"bad server", func(c *CollectorConfig) { c.Servers = []string{"nohost"} }, "zk = nohost"},
-		{"short session", func(c *CollectorConfig) { c.SessionTimeout = time.Millisecond }, "session_timeout = 1ms"},
-		{"bad root", func(c *CollectorConfig) { c.Root = "rel" }, "root = rel"},
-		{"no host", func(c *CollectorConfig) { c.Host = "" }, `host = "":`},
-		{"bad host", func(c *CollectorConfig) { c.Host = "a/b" }, "host = a/b:"},
-		{"no sink", func(c *CollectorConfig) { c.Sink = "" }, `sink = "":`},
-		{"no status interval", func(c *CollectorConfig) { c.StatusInterval = 0 }, "status_interval = 0s:"},
-		{"no poll interval", func(c *CollectorConfig) { c.PollInterval = -time.Second }, "poll_interval = -1s:"},
+		{"no servers", func(c *Config) { c.Servers = nil }, "zk = "},
+		{"bad server", func(c *Config) { c.Servers = []string{"nohost"} }, "zk = nohost"},
+		{"short session", func(c *Config) { c.SessionTimeout = time.Millisecond }, "session_timeout = 1ms"},
+		{"bad root", func(c *Config) { c.Root = "rel" }, "root = rel"},
+		{"bad host", func(c *Config) { c.Host = "a/b" }, "host = a/b:"},
+		{"no sink", func(c *Config) { c.Sink = "" }, `sink = "":`},
+		{"no status interval", func(c *Config) { c.StatusInterval = 0 }, "status_interval = 0s:"},
+		{"no poll interval", func(c *Config) { c.PollInterval = -time.Second }, "poll_interval = -1s:"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -401,7 +406,7 @@ func TestCollectorConfigValidate(t *testing.T) {
 }
 
 func TestNewCollectorChecks(t *testing.T) {
-	cfg := DefaultCollectorConfig()
+	cfg := DefaultConfig()
 	if _, err := NewCollector(cfg, nil, nil); err == nil {
 		t.Error("NewCollector without a host succeeded")
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/paddock/paddock/task"
@@ -33,7 +34,12 @@ type Config struct {
 	RebalanceInterval time.Duration
 }
 
-// DefaultConfig returns the defaults.
+// minInterval bounds the intervals from below: shorter ones would only spin.
+const minInterval = time.Millisecond
+
+// DefaultConfig returns the defaults: a server on 127.0.0.1:2181, a 10 s session, root
+// /, sink data/logs, status every second, files polled every 200 ms, a collector lost
+// after 10 s of silence. Host defaults to the host name (New); NewCollector needs one.
 func DefaultConfig() Config {
 	return Config{
 		Servers:           []string{"127.0.0.1:2181"},
@@ -55,13 +61,13 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("host = %s: %w", c.Host, err))
 		}
 	}
-	if c.Sink == "" {
-		errs = append(errs, errors.New(`sink = "": want a directory, or - for stdout`))
+	if c.Sink == "" || strings.ContainsRune(c.Sink, 0) {
+		errs = append(errs, fmt.Errorf("sink = %q: want a directory for the JSON-lines files, or - for standard output", c.Sink))
 	}
 	for key, d := range map[string]time.Duration{"status_interval": c.StatusInterval, "poll_interval": c.PollInterval,
 		"grace": c.Grace, "rebalance_interval": c.RebalanceInterval} {
-		if d < time.Millisecond {
-			errs = append(errs, fmt.Errorf("%s = %v: want at least 1ms", key, d))
+		if d < minInterval {
+			errs = append(errs, fmt.Errorf("%s = %v: want at least %v", key, d, minInterval))
 		}
 	}
 	if c.Grace > 0 && c.Grace <= 2*c.StatusInterval {

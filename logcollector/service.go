@@ -42,10 +42,7 @@ func (s *Service) Run(ctx context.Context) error {
 		return fmt.Errorf("logcollector: %w", err)
 	}
 	defer sess.Close()
-	cc := DefaultCollectorConfig()
-	cc.Servers, cc.SessionTimeout, cc.Root, cc.Host = s.cfg.Servers, s.cfg.SessionTimeout, s.cfg.Root, s.cfg.Host
-	cc.Sink, cc.StatusInterval, cc.PollInterval = s.cfg.Sink, s.cfg.StatusInterval, s.cfg.PollInterval
-	c, err := NewCollector(cc, sess, s.logger)
+	c, err := NewCollector(s.cfg, sess, s.logger)
 	if err != nil {
 		return err
 	}
