@@ -7,24 +7,21 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/paddock/paddock/coordinator"
+	"github.com/paddock/paddock/internal/metricsserver"
 	"github.com/paddock/paddock/task"
 )
 
 // Master stands for election on /master and, while it leads, assigns tasks to workers.
 type Master struct {
-	cfg     Config
-	id      string
-	layout  task.Layout
-	logger  *slog.Logger
-	metrics *metrics
-	ln      net.Listener // the metrics listener, or nil
+	cfg        Config
+	id         string
+	layout     task.Layout
+	logger     *slog.Logger
+	metrics    *metrics
+	metricsSrv *metricsserver.Server // /metrics, or nil
 }
 
 // New checks cfg and returns a master; it opens the metrics listener, if configured,
@@ -40,21 +37,21 @@ func New(cfg Config, logger *slog.Logger) (*Master, error) {
 	m := &Master{cfg: cfg, id: cfg.id(), layout: layout, metrics: newMetrics()}
 	m.logger = logger.With("master", m.id)
 	if cfg.MetricsAddr != "" {
-		ln, err := net.Listen("tcp", cfg.MetricsAddr)
+		ms, err := metricsserver.Listen(cfg.MetricsAddr, m.metrics.reg)
 		if err != nil {
 			return nil, fmt.Errorf("master: metrics_addr: %w", err)
 		}
-		m.ln = ln
+		m.metricsSrv = ms
 	}
 	return m, nil
 }
 
 // Addr returns the address /metrics is served on, or "".
 func (m *Master) Addr() string {
-	if m.ln == nil {
+	if m.metricsSrv == nil {
 		return ""
 	}
-	return m.ln.Addr().String()
+	return m.metricsSrv.Addr().String()
 }
 
 // ID returns the name this master stands under.
@@ -63,10 +60,9 @@ func (m *Master) ID() string { return m.id }
 // Run connects, stands for election, and leads whenever elected, until ctx ends; it
 // then gives /master up and returns nil. It returns an error if it cannot connect.
 func (m *Master) Run(ctx context.Context) error {
-	if m.ln != nil {
-		srv := &http.Server{Handler: promhttp.HandlerFor(m.metrics.reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
-		go srv.Serve(m.ln)
-		defer srv.Close()
+	if m.metricsSrv != nil {
+		m.metricsSrv.Serve(m.logger)
+		defer m.metricsSrv.Close()
 	}
 	s, err := coordinator.Connect(ctx, coordinator.Config{
 		Servers: m.cfg.Servers, SessionTimeout: m.cfg.SessionTimeout, Logger: m.logger,

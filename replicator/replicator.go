@@ -6,28 +6,26 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/paddock/paddock/coordinator"
+	"github.com/paddock/paddock/internal/metricsserver"
 )
 
 // Replicator is one replicator process: it stands for its tasks (hot mode) or claims
 // unserved ones (cold mode) and runs those it leads.
 type Replicator struct {
-	cfg     Config
-	host    string
-	layout  Layout
-	logger  *slog.Logger
-	metrics *metrics
-	ln      net.Listener
-	s       *coordinator.Session // set by Run
+	cfg        Config
+	host       string
+	layout     Layout
+	logger     *slog.Logger
+	metrics    *metrics
+	metricsSrv *metricsserver.Server // /metrics, or nil
+	s          *coordinator.Session  // set by Run
 }
 
 // New checks cfg and returns a replicator; it opens the metrics listener, if any.
@@ -41,30 +39,29 @@ func New(cfg Config, logger *slog.Logger) (*Replicator, error) {
 	layout, _ := NewLayout(cfg.Root)
 	r := &Replicator{cfg: cfg, host: cfg.host(), layout: layout, logger: logger, metrics: newMetrics()}
 	if cfg.MetricsAddr != "" {
-		ln, err := net.Listen("tcp", cfg.MetricsAddr)
+		ms, err := metricsserver.Listen(cfg.MetricsAddr, r.metrics.reg)
 		if err != nil {
 			return nil, fmt.Errorf("replicator: metrics_addr: %w", err)
 		}
-		r.ln = ln
+		r.metricsSrv = ms
 	}
 	return r, nil
 }
 
 // Addr returns the metrics listener's address, or "".
 func (r *Replicator) Addr() string {
-	if r.ln == nil {
+	if r.metricsSrv == nil {
 		return ""
 	}
-	return r.ln.Addr().String()
+	return r.metricsSrv.Addr().String()
 }
 
 // Run serves until ctx ends, then stops its runs, deletes its instance nodes and
 // returns nil; it returns an error if it cannot connect.
 func (r *Replicator) Run(ctx context.Context) error {
-	if r.ln != nil {
-		srv := &http.Server{Handler: promhttp.HandlerFor(r.metrics.reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
-		go srv.Serve(r.ln)
-		defer srv.Close()
+	if r.metricsSrv != nil {
+		r.metricsSrv.Serve(r.logger)
+		defer r.metricsSrv.Close()
 	}
 	s, err := coordinator.Connect(ctx, coordinator.Config{Servers: r.cfg.Servers, SessionTimeout: r.cfg.SessionTimeout, Logger: r.logger})
 	if err != nil {

@@ -1,15 +1,7 @@
 package worker
 
 import (
-	"context"
-	"errors"
-	"log/slog"
-	"net"
-	"net/http"
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // durationBuckets, in seconds, span what tasks take: from a quick command to hours.
@@ -61,47 +53,4 @@ func newMetrics(capacity int) *metrics {
 	m.capacity.Set(float64(capacity))
 	m.reg.MustRegister(m.running, m.finished, m.duration, m.capacity)
 	return m
-}
-
-// metricsServer serves /metrics on its own listener.
-type metricsServer struct {
-	ln     net.Listener
-	srv    *http.Server
-	done   chan struct{} // closed when Serve returns
-	logger *slog.Logger
-}
-
-// serveMetrics listens on addr and serves m there until stop.
-func serveMetrics(addr string, m *metrics, logger *slog.Logger) (*metricsServer, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
-	ms := &metricsServer{
-		ln:     ln,
-		srv:    &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
-		done:   make(chan struct{}),
-		logger: logger,
-	}
-	go ms.serve()
-	return ms, nil
-}
-
-func (ms *metricsServer) serve() {
-	defer close(ms.done)
-	if err := ms.srv.Serve(ms.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		ms.logger.Error("metrics server stopped", "err", err)
-	}
-}
-
-// stop lets requests in flight finish for a moment, then closes the server.
-func (ms *metricsServer) stop() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if err := ms.srv.Shutdown(ctx); err != nil {
-		ms.srv.Close()
-	}
-	<-ms.done
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/paddock/paddock/coordinator"
+	"github.com/paddock/paddock/internal/metricsserver"
 	"github.com/paddock/paddock/task"
 )
 
@@ -85,13 +86,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("worker: output_dir = %s: %w", w.outDir, err)
 	}
 	if w.cfg.MetricsAddr != "" {
-		ms, err := serveMetrics(w.cfg.MetricsAddr, w.metrics, w.logger)
+		ms, err := metricsserver.Listen(w.cfg.MetricsAddr, w.metrics.reg)
 		if err != nil {
 			return fmt.Errorf("worker: metrics_addr = %s: %w", w.cfg.MetricsAddr, err)
 		}
-		defer ms.stop()
+		ms.Serve(w.logger)
+		defer ms.Close()
 		w.mu.Lock()
-		w.metricsAddr = ms.ln.Addr()
+		w.metricsAddr = ms.Addr()
 		w.mu.Unlock()
 	}
 	sess, err := w.connect(ctx)
