@@ -161,7 +161,8 @@ func (c *Console) routes() *gin.Engine {
 	auth.POST("/znodes/delete", operator, c.deleteForm)
 	auth.GET("/audit", c.auditPage)
 	auth.GET("/sessions", c.sessionsPage)
-	c.taskRoutes(auth, operator)
+	admin := c.requireRole(roleAdmin)
+	c.servicePageRoutes(auth, operator, admin)
 
 	api := auth.Group("/api/v1")
 	api.POST("/logout", c.logout)
@@ -173,7 +174,7 @@ func (c *Console) routes() *gin.Engine {
 	api.GET("/audit", c.apiAudit)
 	api.GET("/events", c.apiEvents)
 	api.GET("/sessions", c.apiSessions)
-	c.taskRoutes(api, operator)
+	c.serviceAPIRoutes(api, operator, admin)
 	e.NoRoute(c.requireSession, func(g *gin.Context) { c.deny(g, http.StatusNotFound, "no such page") })
 	return e
 }

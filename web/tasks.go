@@ -305,29 +305,30 @@ func formFailed(g *gin.Context, target string, err error) {
 	redirectWith(g, target, "error", msg)
 }
 
-// taskRoutes registers the task, worker, replication and log collection pages and
-// forms on the root group, or their API on the /api/v1 group.
-func (c *Console) taskRoutes(r *gin.RouterGroup, operator gin.HandlerFunc) {
-	admin := c.requireRole(roleAdmin)
-	if strings.HasPrefix(r.BasePath(), "/api/") {
-		r.GET("/tasks", c.apiTasks)
-		r.GET("/tasks/:id", c.apiTask)
-		r.POST("/tasks", operator, c.apiSubmitTask)
-		r.POST("/tasks/:id/cancel", operator, c.apiCancelTask)
-		r.POST("/tasks/:id/retry", operator, c.apiRetryTask)
-		r.GET("/workers", c.apiWorkers)
-		r.GET("/replication", c.apiReplTasks)
-		r.GET("/replication/:name", c.apiReplTask)
-		r.POST("/replication", admin, c.apiReplCreate)
-		r.PUT("/replication/:name", admin, c.apiReplUpdate)
-		r.POST("/replication/:name/enable", operator, c.apiReplEnable(true))
-		r.POST("/replication/:name/disable", operator, c.apiReplEnable(false))
-		r.DELETE("/replication/:name", admin, c.apiReplDelete)
-		r.GET("/logs", c.apiLogs)
-		r.POST("/logs/sources", operator, c.apiAddSource)
-		r.DELETE("/logs/sources/:id", operator, c.apiRemoveSource)
-		return
-	}
+// serviceAPIRoutes registers the API of the task, worker, replication and log
+// collection parts on the /api/v1 group.
+func (c *Console) serviceAPIRoutes(r *gin.RouterGroup, operator, admin gin.HandlerFunc) {
+	r.GET("/tasks", c.apiTasks)
+	r.GET("/tasks/:id", c.apiTask)
+	r.POST("/tasks", operator, c.apiSubmitTask)
+	r.POST("/tasks/:id/cancel", operator, c.apiCancelTask)
+	r.POST("/tasks/:id/retry", operator, c.apiRetryTask)
+	r.GET("/workers", c.apiWorkers)
+	r.GET("/replication", c.apiReplTasks)
+	r.GET("/replication/:name", c.apiReplTask)
+	r.POST("/replication", admin, c.apiReplCreate)
+	r.PUT("/replication/:name", admin, c.apiReplUpdate)
+	r.POST("/replication/:name/enable", operator, c.apiReplEnable(true))
+	r.POST("/replication/:name/disable", operator, c.apiReplEnable(false))
+	r.DELETE("/replication/:name", admin, c.apiReplDelete)
+	r.GET("/logs", c.apiLogs)
+	r.POST("/logs/sources", operator, c.apiAddSource)
+	r.DELETE("/logs/sources/:id", operator, c.apiRemoveSource)
+}
+
+// servicePageRoutes registers the pages and forms of the task, worker, replication and
+// log collection parts.
+func (c *Console) servicePageRoutes(r *gin.RouterGroup, operator, admin gin.HandlerFunc) {
 	r.GET("/tasks", c.tasksPage)
 	r.GET("/tasks/:id", c.taskPage)
 	r.POST("/tasks", operator, c.submitForm)
