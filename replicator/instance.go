@@ -296,7 +296,7 @@ func (in *instance) watchRun(ctx context.Context, done <-chan error, defChanged,
 	for {
 		select {
 		case err := <-done:
-			return true, errOrNil(err)
+			return true, endedBySelf(err)
 		case <-defChanged:
 			in.logger.Info("task definition changed: restarting the run")
 			return true, nil
@@ -316,13 +316,17 @@ func (in *instance) watchRun(ctx context.Context, done <-chan error, defChanged,
 	}
 }
 
-func errOrNil(err error) error {
+// endedBySelf is what watchRun reports for a run that ended without being stopped: its
+// error, never nil, so that nil keeps meaning "stopped by watchRun, read the run's
+// result". A run ends with nil only when its context ends, which watchRun causes.
+func endedBySelf(err error) error {
 	if err == nil {
 		return errRunEnded
 	}
 	return err
 }
 
+// errRunEnded stands for a run that returned nil by itself (see endedBySelf).
 var errRunEnded = errors.New("replicator: run ended")
 
 func (in *instance) setState(node, state string) {

@@ -1,8 +1,6 @@
 package replicator
 
 import (
-	"encoding/json"
-
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -44,5 +42,3 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(m.running, m.lag, m.behind, m.rowsPerSec, m.errors, m.health)
 	return m
 }
-
-func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }

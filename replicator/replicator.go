@@ -2,6 +2,7 @@ package replicator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -137,7 +138,7 @@ func (r *Replicator) unserved(t string) bool {
 	conn := r.s.Conn()
 	var def TaskDef
 	data, _, err := conn.Get(r.layout.Task(t))
-	if err != nil || jsonUnmarshal(data, &def) != nil || !def.Enabled {
+	if err != nil || json.Unmarshal(data, &def) != nil || !def.Enabled {
 		return false
 	}
 	nodes, _, err := conn.Children(r.layout.Instances(t))
