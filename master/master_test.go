@@ -222,7 +222,8 @@ func TestLostWorker(t *testing.T) {
 	c := newCluster(t)
 	c.startMaster("m1")
 	w1 := c.worker("w1", 4)
-	ids := []string{c.submit(task.Spec{Command: "true"}), c.submit(task.Spec{Command: "true"})}
+	c.submit(task.Spec{Command: "true"})
+	c.submit(task.Spec{Command: "true"})
 	testutil.Eventually(t, wait, 10*time.Millisecond, func() bool { return len(w1.assignments()) == 2 }, "assigned to w1")
 	w1.s.Close()
 	w2 := c.worker("w2", 4)
@@ -236,7 +237,6 @@ func TestLostWorker(t *testing.T) {
 			t.Errorf("%s: history %+v, %v; want one lost run on w1", id, tk.History, err)
 		}
 	}
-	_ = ids
 }
 
 // TestRetryAfterDelay: a failed run with retries left is assigned again after the
