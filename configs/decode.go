@@ -99,7 +99,8 @@ func toInt(raw any) (int64, error) {
 }
 
 // toStrings accepts a list of strings, or one comma-separated string as the
-// environment and flags give it; blanks around items are dropped.
+// environment and flags give it; blanks around items are dropped. An empty list is nil,
+// as in the defaults: ensemble: [] is no ensemble.
 func toStrings(raw any) ([]string, error) {
 	switch v := raw.(type) {
 	case []string:
@@ -113,6 +114,9 @@ func toStrings(raw any) ([]string, error) {
 		}
 		return list, nil
 	case []any:
+		if len(v) == 0 {
+			return nil, nil
+		}
 		list := make([]string, len(v))
 		for i, item := range v {
 			s, ok := item.(string)

@@ -19,4 +19,7 @@
 // An Apache ZooKeeper zoo.cfg (--zoo-cfg) is read as ZooKeeper reads it (zoocfg.go);
 // zookeys.go lists the keys it maps, the ones it accepts with a warning (named, with the
 // reason) and how each value is parsed. Any other key, and a bad value, stop loading.
+// Two or more server.N lines (in the zoo.cfg or its dynamicConfigFile) are the members of
+// a replicated ensemble, server.ensemble, and dataDir/myid must say which one this is;
+// one line or none configure a standalone server, as in ZooKeeper.
 package configs

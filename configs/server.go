@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/paddock/paddock/server"
 )
@@ -54,15 +55,13 @@ func loadServer(opts Options) (server.Config, error) {
 }
 
 // explain rewrites the errors of a Validate, which name keys inside the section
-// ("tick_time = 0s: ..."), to name the section and where each value came from.
+// ("tick_time = 0s: ...", "ensemble: server id 0: ..."), to name the section and where
+// each value came from.
 func (l *loader) explain(s *section, err error, zk *zooCfg) error {
-	errs := []error{err}
-	if joined, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = joined.Unwrap()
-	}
+	errs := flatten(err)
 	out := make([]error, len(errs))
 	for i, e := range errs {
-		key, _, _ := strings.Cut(e.Error(), " = ")
+		key := validatedKey(e.Error())
 		if _, known := s.lookup(key); !known {
 			out[i] = fmt.Errorf("%s: %w", s.name, e)
 			continue
@@ -74,6 +73,38 @@ func (l *loader) explain(s *section, err error, zk *zooCfg) error {
 		out[i] = fmt.Errorf("%s.%w%s", s.name, e, fromSuffix(src))
 	}
 	return errors.Join(out...)
+}
+
+// validatedKey returns the key a Validate error starts with: tick_time for
+// "tick_time = 0s: ...", ensemble for "ensemble: ..." and for "ensemble entry ...".
+func validatedKey(msg string) string {
+	end := strings.IndexFunc(msg, func(r rune) bool { return r != '_' && !unicode.IsLower(r) && !unicode.IsDigit(r) })
+	if end < 0 {
+		return msg
+	}
+	return msg[:end]
+}
+
+// flatten lists the errors errors.Join put together, nested joins included, so that each
+// gets its key and source. An error wrapping several with fmt.Errorf is kept whole.
+func flatten(err error) []error {
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	errs := joined.Unwrap()
+	texts := make([]string, len(errs))
+	for i, e := range errs {
+		texts[i] = e.Error()
+	}
+	if strings.Join(texts, "\n") != err.Error() {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range errs {
+		out = append(out, flatten(e)...)
+	}
+	return out
 }
 
 // warnServer logs what is valid but risky or inert in cfg.

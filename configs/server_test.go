@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"fmt"
 	"os"
 	"reflect"
 	"slices"
@@ -16,7 +17,8 @@ func TestServerKeys(t *testing.T) {
 		"min_session_timeout", "max_session_timeout", "max_client_cnxns", "max_buffer",
 		"max_outstanding", "super_digest", "extended_types", "skip_acl",
 		"container_check_interval", "container_max_per_minute", "four_letter_words",
-		"admin_addr", "snap_count", "snap_retain_count", "purge_interval", "prealloc_size", "profile_contention", "procs", "force_sync"}
+		"admin_addr", "snap_count", "snap_retain_count", "purge_interval", "prealloc_size", "profile_contention", "procs", "force_sync",
+		"ensemble", "election_timeout"}
 	if got := serverSection.keys(); !slices.Equal(got, want) {
 		t.Errorf("server keys =\n%q\nwant\n%q", got, want)
 	}
@@ -44,7 +46,7 @@ func TestValidateNamesSectionKeys(t *testing.T) {
 	}
 	named := 0
 	for line := range strings.SplitSeq(err.Error(), "\n") {
-		key, _, _ := strings.Cut(line, " = ")
+		key := validatedKey(line)
 		if _, ok := serverSection.lookup(key); !ok {
 			t.Errorf("Validate names %q, which is no server key: %s", key, line)
 		}
@@ -133,6 +135,11 @@ server:
   admin_addr: ""
   snap_count: 1000
   force_sync: true
+  ensemble:
+    - 7=zk7.example.com:2888:3888;2181
+    - "8=zk8.example.com:2888:3888:participant"
+    - 9=[fd00::9]:2888:3888:observer;[fd00::9]:2181
+  election_timeout: 500ms
 `)
 	cfg, err := LoadServer(Options{File: file})
 	if err != nil {
@@ -146,6 +153,9 @@ server:
 		ExtendedTypes: true, SkipACL: true, ContainerCheckInterval: 10 * time.Second,
 		ContainerMaxPerMinute: 100, FourLetterWords: []string{"ruok", "srvr", "mntr"},
 		AdminAddr: "", SnapCount: 1000, SnapRetainCount: 3, PurgeInterval: time.Hour, ForceSync: true,
+		Ensemble: []string{"7=zk7.example.com:2888:3888;2181", "8=zk8.example.com:2888:3888:participant",
+			"9=[fd00::9]:2888:3888:observer;[fd00::9]:2181"},
+		ElectionTimeout: 500 * time.Millisecond,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("LoadServer =\n%+v\nwant\n%+v", cfg, want)
@@ -246,6 +256,25 @@ func TestLoadServerErrors(t *testing.T) {
 			want: []string{"unknown environment variable PADDOCK_SERVER_TICKTIME", "did you mean PADDOCK_SERVER_TICK_TIME?"}},
 		{name: "env in lower case", env: map[string]string{"PADDOCK_SERVER_tick_time": "2s"},
 			want: []string{"unknown environment variable PADDOCK_SERVER_tick_time", "did you mean PADDOCK_SERVER_TICK_TIME?"}},
+		{name: "ensemble id twice", yaml: "server:\n  ensemble: [1=zk1:2888:3888, 1=zk2:2888:3888]\n",
+			want: []string{"server.ensemble: server id 1 is listed twice (from FILE)"}},
+		{name: "ensemble id out of range", yaml: "server:\n  ensemble: [1=zk1:2888:3888, 255=zk2:2888:3888]\n",
+			want: []string{"server.ensemble: server id 255: must be in [1, 254] (from FILE)"}},
+		{name: "ensemble id zero", yaml: "server:\n  ensemble: [0=zk0:2888:3888, 1=zk1:2888:3888]\n",
+			want: []string{"server.ensemble: server id 0: must be in [1, 254] (from FILE)"}},
+		{name: "ensemble without this server", yaml: "server:\n  server_id: 3\n  ensemble: [1=zk1:2888:3888, 2=zk2:2888:3888]\n",
+			want: []string{"server.ensemble: this server's id (server_id, myid) 3 is not among the members (from FILE)"}},
+		{name: "ensemble bad entries", yaml: "server:\n  ensemble: [1=zk1:2888, 2=zk2:2888:3888|zk3:2888:3888]\n",
+			want: []string{`server.ensemble entry "1=zk1:2888": want N=host:peerPort:electionPort`,
+				`server.ensemble entry "2=zk2:2888:3888|zk3:2888:3888": several addresses joined by |`, "(from FILE)"}},
+		{name: "ensemble entry a mapping", yaml: "server:\n  ensemble:\n    - 1: zk1:2888:3888\n",
+			want: []string{"server.ensemble = [map[1:zk1:2888:3888]]: want a list of strings (from FILE)"}},
+		{name: "ensemble from env", env: map[string]string{"PADDOCK_SERVER_ENSEMBLE": "1=zk1:2888:3888,1=zk1:2889:3889"},
+			want: []string{"server.ensemble: server id 1 is listed twice (from PADDOCK_SERVER_ENSEMBLE)"}},
+		{name: "election timeout too short", yaml: "server:\n  election_timeout: 5ms\n",
+			want: []string{"server.election_timeout = 5ms: must be at least 10ms (from FILE)"}},
+		{name: "election timeout not a duration", yaml: "server:\n  election_timeout: 1000\n",
+			want: []string{"server.election_timeout = 1000: want a duration like 2s (from FILE)"}},
 		{name: "bad yaml", yaml: "server:\n  tick_time: [\n",
 			want: []string{"read FILE"}},
 	}
@@ -335,4 +364,33 @@ func TestLoadServices(t *testing.T) {
 	bad := writeFile(t, "bad.yaml", "master:\n  zk: [a:1]\n  resinc: 5s\n")
 	_, err = LoadMaster(Options{File: bad})
 	wantErr(t, err, "master.resinc")
+}
+
+// The sample's commented ensemble must load as it is shown, for each of its members.
+func TestSampleServerYAMLEnsemble(t *testing.T) {
+	data, err := os.ReadFile("server.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var example []string
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "  #   "); ok {
+			example = append(example, "  "+rest)
+		}
+	}
+	if len(example) == 0 {
+		t.Fatal("server.yaml shows no ensemble example (lines starting with '  #   ')")
+	}
+	for id := int64(1); id <= 4; id++ {
+		clearPaddockEnv(t)
+		file := writeFile(t, "paddock.yaml", fmt.Sprintf("server:\n  server_id: %d\n%s\n", id, strings.Join(example, "\n")))
+		cfg, err := LoadServer(Options{File: file})
+		if err != nil {
+			t.Fatalf("the example with server_id %d: %v", id, err)
+		}
+		members, err := cfg.Members()
+		if err != nil || len(members) != 4 || !members[3].Observer || members[0].Observer {
+			t.Errorf("the example's members = %+v, %v; want three participants and an observer", members, err)
+		}
+	}
 }

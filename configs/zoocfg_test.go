@@ -335,18 +335,25 @@ func TestZooCfgErrors(t *testing.T) {
 			[]string{"FILE: clientPort is not set: want a port in [1, 65535]"}},
 		{"clientPortAddress alone", "dataDir=DIR\nclientPortAddress=127.0.0.1\n", "",
 			[]string{"FILE: clientPortAddress is set but clientPort is not set"}},
-		{"ensemble", base + "initLimit=10\nsyncLimit=5\nserver.1=zk1:2888:3888\nserver.2=zk2:2888:3888\n" +
-			"server.3=zk3:2888:3888\n", "1",
-			[]string{"FILE: lists 3 servers (server.1, server.2, server.3): a replicated ensemble is not supported yet",
-				"will not run a member of one standalone"}},
-		{"ensemble with an observer", base + "server.1=zk1:2888:3888\nserver.2=zk2:2888:3888:observer\n", "",
-			[]string{"lists 2 servers (server.1, server.2)"}},
 		{"server id not a number", base + "server.one=zk1:2888:3888\n", "",
 			[]string{`FILE:3: server.one = "zk1:2888:3888": want server.<id> with a numeric id`}},
 		{"server line without election port", base + "server.1=zk1:2888\n", "",
-			[]string{`server.1 = "zk1:2888": want host:peerPort:electionPort`}},
+			[]string{`FILE:3: server.1 = "zk1:2888": want `, "host:peerPort:electionPort[:participant|:observer]"}},
 		{"server line bad type", base + "server.1=zk1:2888:3888:leader\n", "",
-			[]string{`server.1 = "zk1:2888:3888:leader": want host:peerPort:electionPort[:participant|:observer]`}},
+			[]string{`FILE:3: server.1 = "zk1:2888:3888:leader": role "leader"`, "host:peerPort:electionPort[:participant|:observer]"}},
+		{"server line bad port", base + "server.1=zk1:2888:70000\n", "",
+			[]string{`FILE:3: server.1 = "zk1:2888:70000": port "70000"`}},
+		{"server line several addresses", base + "server.1=zk1:2888:3888|zk1b:2888:3888;2181\n", "1",
+			[]string{`FILE:3: server.1 = "zk1:2888:3888|zk1b:2888:3888;2181": several addresses joined by |`}},
+		{"single observer line", base + "server.1=zk1:2888:3888:observer\n", "1",
+			[]string{"FILE:3: server.1 is an observer and no server.N line is a participant"}},
+		{"peerType observer standalone", base + "peerType=observer\n", "",
+			[]string{"FILE:3: peerType = observer but this server runs standalone"}},
+		{"ensemble key typo", base + "peerTyp=observer\ninitlimit=10\n", "",
+			[]string{`FILE:3: peerTyp = "observer": unknown key`, "; did you mean peerType?",
+				`FILE:4: initlimit = "10": unknown key`, "; did you mean initLimit?"}},
+		{"peerType bad", base + "peerType=leader\n", "",
+			[]string{`FILE:3: peerType = "leader": want participant or observer`}},
 		{"server line client port differs", base + "server.1=zk1:2888:3888;2182\n", "",
 			[]string{"FILE:3: server.1 has client port 2182 but clientPort is 2181"}},
 		{"Debian's placeholder myid", base, "replace this text with the cluster-unique zookeeper's instance id (1-255)\n",
@@ -375,15 +382,11 @@ func TestZooCfgErrors(t *testing.T) {
 }
 
 func TestZooCfgDynamicFile(t *testing.T) {
-	dynamic := writeFile(t, "zoo.cfg.dynamic", "server.1=zk1:2888:3888;2181\nserver.2=zk2:2888:3888;2181\n"+
-		"server.3=zk3:2888:3888;2181\nversion=100000000\n")
-	_, _, err := loadZooCfg(t, "dataDir=DIR\nreconfigEnabled=true\ndynamicConfigFile="+dynamic+"\n", "")
-	wantErr(t, err, "lists 3 servers (server.1, server.2, server.3)", "not supported yet")
-
 	single := writeFile(t, "zoo.cfg.dynamic", "server.1=zk1:2888:3888;0.0.0.0:2181\n")
 	cfg, _, err := loadZooCfg(t, "dataDir=DIR\ndynamicConfigFile="+single+"\n", "")
-	if err != nil || cfg.ClientAddr != "0.0.0.0:2181" {
-		t.Errorf("single-server dynamic file: client_addr = %q, err = %v; want 0.0.0.0:2181", cfg.ClientAddr, err)
+	if err != nil || cfg.ClientAddr != "0.0.0.0:2181" || cfg.Ensemble != nil {
+		t.Errorf("single-server dynamic file: client_addr = %q, ensemble = %q, err = %v; want 0.0.0.0:2181, none",
+			cfg.ClientAddr, cfg.Ensemble, err)
 	}
 
 	bad := writeFile(t, "zoo.cfg.dynamic", "server.1=zk1:2888:3888;2181\ntickTime=2000\n")
@@ -496,32 +499,206 @@ func TestJavaDecode(t *testing.T) {
 	}
 }
 
-func TestParseServerLine(t *testing.T) {
+// zkEnsemble is the server.N lines of a three-member ensemble and an observer, as
+// ZooKeeper's admin guide writes them (client addresses in the dynamic file's form).
+const zkEnsemble = "server.1=zk1:2888:3888;2181\nserver.2=zk2:2888:3888;2181\n" +
+	"server.3=zk3:2888:3888;2181\nserver.4=zk4:2888:3888:observer;2181\n"
+
+// TestZooCfgEnsemble: two or more server.N lines, of the zoo.cfg or of its
+// dynamicConfigFile (DYN), are the ensemble key, and myid picks this server's line.
+func TestZooCfgEnsemble(t *testing.T) {
 	tests := []struct {
-		in         string
-		clientHost string
-		clientPort int
-		ok         bool
+		name     string
+		cfg      string
+		dynamic  string // written to a file DYN stands for
+		myid     string
+		ensemble []string
+		id       int64
+		client   string
+		warned   []string
 	}{
-		{"zk1:2888:3888", "", 0, true},
-		{"zk1:2888:3888:observer", "", 0, true},
-		{"zk1:2888:3888;2181", "", 2181, true},
-		{"zk1:2888:3888:participant;0.0.0.0:2181", "0.0.0.0", 2181, true},
-		{"[2001:db8::1]:2888:3888;[2001:db8::1]:2181", "2001:db8::1", 2181, true},
-		{"zk1:2888:3888|zk1b:2889:3889;2181", "", 2181, true},
-		{"zk1:2888", "", 0, false},
-		{"zk1:2888:3888:leader", "", 0, false},
-		{"zk1:2888:70000", "", 0, false},
-		{":2888:3888", "", 0, false},
-		{"zk1:2888:3888;", "", 0, false},
-		{"zk1:2888:3888;a:b:2181", "", 0, false},
-		{"[::1:2888:3888", "", 0, false},
+		{
+			name: "three members",
+			cfg: "tickTime=2000\ndataDir=DIR\nclientPort=2181\ninitLimit=5\nsyncLimit=2\n" +
+				"server.1=zk1:2888:3888\nserver.2=zk2:2888:3888\nserver.3=zk3:2888:3888\n",
+			myid:     "2\n",
+			ensemble: []string{"1=zk1:2888:3888", "2=zk2:2888:3888", "3=zk3:2888:3888"},
+			id:       2, client: ":2181", warned: []string{"initLimit", "syncLimit"},
+		},
+		{
+			name:     "observer, with peerType",
+			cfg:      "dataDir=DIR\npeerType=Observer\n" + zkEnsemble,
+			myid:     "4",
+			ensemble: []string{"1=zk1:2888:3888;2181", "2=zk2:2888:3888;2181", "3=zk3:2888:3888;2181", "4=zk4:2888:3888:observer;2181"},
+			id:       4, client: ":2181",
+		},
+		{
+			name: "participant, with peerType",
+			cfg:  "dataDir=DIR\npeerType=participant\nserver.1=zk1:2888:3888\nserver.2=zk2:2888:3888:observer\nclientPort=2181\n",
+			myid: "1", ensemble: []string{"1=zk1:2888:3888", "2=zk2:2888:3888:observer"}, id: 1, client: ":2181",
+		},
+		{
+			name: "the member's line gives the client address",
+			cfg: "dataDir=DIR\nserver.1=10.0.0.1:2888:3888;10.0.0.1:2181\n" +
+				"server.2=10.0.0.2:2888:3888;10.0.0.2:2182\nserver.3=[fd00::3]:2888:3888;[fd00::3]:2183\n",
+			myid: "3",
+			ensemble: []string{"1=10.0.0.1:2888:3888;10.0.0.1:2181", "2=10.0.0.2:2888:3888;10.0.0.2:2182",
+				"3=[fd00::3]:2888:3888;[fd00::3]:2183"},
+			id: 3, client: "[fd00::3]:2183",
+		},
+		{
+			// setupClientPort: a wildcard clientPortAddress only has to agree on the port.
+			name: "the member's line over a wildcard clientPortAddress",
+			cfg: "dataDir=DIR\nclientPort=2182\nclientPortAddress=0.0.0.0\n" +
+				"server.1=zk1:2888:3888;2181\nserver.2=zk2:2888:3888;127.0.0.2:2182\n",
+			myid: "2", ensemble: []string{"1=zk1:2888:3888;2181", "2=zk2:2888:3888;127.0.0.2:2182"},
+			id: 2, client: "127.0.0.2:2182",
+		},
+		{
+			name: "clientPortAddress and clientPort equal to the member's line",
+			cfg: "dataDir=DIR\nclientPort=2181\nclientPortAddress=::1\n" +
+				"server.1=[::1]:2888:3888;[0:0::1]:2181\nserver.2=[::1]:2889:3889;[::1]:2182\n",
+			myid: "1", ensemble: []string{"1=[::1]:2888:3888;[0:0::1]:2181", "2=[::1]:2889:3889;[::1]:2182"},
+			id: 1, client: "[0:0::1]:2181",
+		},
+		{
+			name: "clientPort where the member's line has none",
+			cfg:  "dataDir=DIR\nclientPort=2281\nserver.1=zk1:2888:3888\nserver.2=zk2:2888:3888;2181\n",
+			myid: "1", ensemble: []string{"1=zk1:2888:3888", "2=zk2:2888:3888;2181"}, id: 1, client: ":2281",
+		},
+		{
+			name: "ids as ZooKeeper reads them",
+			cfg:  "dataDir=DIR\nclientPort=2181\nserver.01=zk1:2888:3888\nserver.2 = zk2:2888:3888 \n",
+			myid: " 1 \n", ensemble: []string{"1=zk1:2888:3888", "2=zk2:2888:3888"}, id: 1, client: ":2181",
+		},
+		{
+			name:    "dynamicConfigFile",
+			cfg:     "dataDir=DIR\nreconfigEnabled=true\nstandaloneEnabled=false\ndynamicConfigFile=DYN\n",
+			dynamic: zkEnsemble + "version=100000000\n",
+			myid:    "1",
+			ensemble: []string{"1=zk1:2888:3888;2181", "2=zk2:2888:3888;2181", "3=zk3:2888:3888;2181",
+				"4=zk4:2888:3888:observer;2181"},
+			id: 1, client: ":2181", warned: []string{"reconfigEnabled", "standaloneEnabled"},
+		},
+		{
+			name:     "dynamicConfigFile with weights",
+			cfg:      "dataDir=DIR\nclientPort=2181\ndynamicConfigFile=DYN\n",
+			dynamic:  "server.1=zk1:2888:3888\nserver.2=zk2:2888:3888\nweight.1=1\nweight.2=0\n",
+			myid:     "2",
+			ensemble: []string{"1=zk1:2888:3888", "2=zk2:2888:3888"},
+			id:       2, client: ":2181", warned: []string{"weight.1", "weight.2"},
+		},
 	}
 	for _, tt := range tests {
-		s, err := parseServerLine(tt.in)
-		if (err == nil) != tt.ok || s.clientHost != tt.clientHost || s.clientPort != tt.clientPort {
-			t.Errorf("parseServerLine(%q) = %+v, %v; want client %q:%d, ok %v",
-				tt.in, s, err, tt.clientHost, tt.clientPort, tt.ok)
+		t.Run(tt.name, func(t *testing.T) {
+			cfgText := tt.cfg
+			if tt.dynamic != "" {
+				cfgText = strings.ReplaceAll(cfgText, "DYN", writeFile(t, "zoo.cfg.dynamic", tt.dynamic))
+			}
+			cfg, log, err := loadZooCfg(t, cfgText, tt.myid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(cfg.Ensemble, tt.ensemble) || cfg.ServerID != tt.id || cfg.ClientAddr != tt.client {
+				t.Errorf("ensemble, server_id, client_addr =\n%q, %d, %q\nwant\n%q, %d, %q",
+					cfg.Ensemble, cfg.ServerID, cfg.ClientAddr, tt.ensemble, tt.id, tt.client)
+			}
+			if cfg.ElectionTimeout != time.Second {
+				t.Errorf("election_timeout = %v, want the default 1s", cfg.ElectionTimeout)
+			}
+			if got := warnedKeys(log); !slices.Equal(got, tt.warned) {
+				t.Errorf("warned about %q, want %q; log:\n%s", got, tt.warned, log)
+			}
+		})
+	}
+}
+
+// The warnings for ensemble keys say what paddock does instead.
+func TestZooCfgEnsembleWarnings(t *testing.T) {
+	_, log, err := loadZooCfg(t, "dataDir=DIR\nclientPort=2181\ninitLimit=10\nsyncLimit=5\nelectionAlg=3\n"+
+		"quorumListenOnAllIPs=true\nsslQuorum=true\nssl.quorum.keyStore.location=/k\nmultiAddress.enabled=true\n"+
+		"server.1=zk1:2888:3888\nserver.2=zk2:2888:3888\nserver.3=zk3:2888:3888\n", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, reason := range map[string]string{
+		"initLimit":                    "server.election_timeout, default 1s",
+		"syncLimit":                    "server.election_timeout, default 1s",
+		"electionAlg":                  "paddock elects leaders with Raft",
+		"quorumListenOnAllIPs":         "members listen on the peer address of their server.N line",
+		"sslQuorum":                    "the member transport has no TLS yet",
+		"ssl.quorum.keyStore.location": "the member transport has no TLS yet",
+		"multiAddress.enabled":         "a paddock member has one peer address",
+	} {
+		if !slices.ContainsFunc(strings.Split(log, "\n"), func(l string) bool {
+			return strings.Contains(l, "key="+key+" ") && strings.Contains(l, reason)
+		}) {
+			t.Errorf("no warning for %s with reason %q; log:\n%s", key, reason, log)
 		}
+	}
+}
+
+func TestZooCfgEnsembleErrors(t *testing.T) {
+	three := "server.1=zk1:2888:3888\nserver.2=zk2:2888:3888\nserver.3=zk3:2888:3888\n"
+	tests := []struct {
+		name, cfg, dynamic, myid string
+		want                     []string // FILE is the zoo.cfg, DIR its data dir, DYN its dynamic file
+	}{
+		{name: "no myid", cfg: "dataDir=DIR\nclientPort=2181\n" + three,
+			want: []string{"DIR/myid: missing: an ensemble member needs its id there, one of the ids of the server.N lines of FILE (1, 2, 3)"}},
+		{name: "myid not listed", cfg: "dataDir=DIR\nclientPort=2181\n" + three, myid: "4\n",
+			want: []string{"DIR/myid = 4: not among the ids of the server.N lines of FILE (1, 2, 3): want this server's id"}},
+		{name: "myid not a number", cfg: "dataDir=DIR\nclientPort=2181\n" + three, myid: "one\n",
+			want: []string{`DIR/myid = "one": want this server's id, a number`}},
+		{name: "no dataDir", cfg: "clientPort=2181\n" + three,
+			want: []string{"FILE: dataDir is not set"}},
+		{name: "client port differs", cfg: "dataDir=DIR\nclientPort=2181\nserver.1=zk1:2888:3888;2181\nserver.2=zk2:2888:3888;2182\n",
+			myid: "2", want: []string{"FILE:4: server.2 has client port 2182 but clientPort is 2181: want the same port"}},
+		{name: "client address differs", cfg: "dataDir=DIR\nclientPort=2181\nclientPortAddress=10.0.0.1\n" +
+			"server.1=zk1:2888:3888;10.0.0.2:2181\nserver.2=zk2:2888:3888;2181\n", myid: "1",
+			want: []string{"FILE:4: server.1 has client address 10.0.0.2:2181 but clientPortAddress and clientPort are 10.0.0.1:2181: want the same address"}},
+		{name: "any address is not clientPortAddress's", cfg: "dataDir=DIR\nclientPort=2181\nclientPortAddress=10.0.0.1\n" +
+			"server.1=zk1:2888:3888;2181\nserver.2=zk2:2888:3888;2181\n", myid: "1",
+			want: []string{"FILE:4: server.1 has client address :2181 but clientPortAddress and clientPort are 10.0.0.1:2181"}},
+		{name: "no client address", cfg: "dataDir=DIR\nserver.1=zk1:2888:3888\nserver.2=zk2:2888:3888;2181\n", myid: "1",
+			want: []string{"FILE: clientPort is not set"}},
+		{name: "peerType observer, line participant", cfg: "dataDir=DIR\nclientPort=2181\npeerType=observer\n" + three, myid: "3",
+			want: []string{"FILE:3: peerType = observer but server.3 (FILE:6) makes this server (myid 3) participant: want the same role in both"}},
+		{name: "peerType participant, line observer", cfg: "dataDir=DIR\npeerType=participant\n" + zkEnsemble, myid: "4",
+			want: []string{"FILE:2: peerType = participant but server.4 (FILE:6) makes this server (myid 4) observer"}},
+		{name: "several addresses", cfg: "dataDir=DIR\nclientPort=2181\nserver.1=zk1:2888:3888|zk1b:2888:3888\nserver.2=zk2:2888:3888\n",
+			myid: "1", want: []string{`FILE:3: server.1 = "zk1:2888:3888|zk1b:2888:3888": several addresses joined by | (multiAddress): a paddock member has one peer address`}},
+		{name: "id twice", cfg: "dataDir=DIR\nclientPort=2181\nserver.1=zk1:2888:3888\nserver.01=zk2:2888:3888\n", myid: "1",
+			want: []string{"server.ensemble: server id 1 is listed twice (from server.N lines in FILE)"}},
+		{name: "id out of range", cfg: "dataDir=DIR\nclientPort=2181\nserver.1=zk1:2888:3888\nserver.300=zk2:2888:3888\n", myid: "1",
+			want: []string{"server.ensemble: server id 300: must be in [1, 254] (from server.N lines in FILE)"}},
+		{name: "observers only", cfg: "dataDir=DIR\nclientPort=2181\nserver.1=zk1:2888:3888:observer\nserver.2=zk2:2888:3888:observer\n", myid: "1",
+			want: []string{"server.ensemble: every member is an observer"}},
+		{name: "server lines beside dynamicConfigFile", cfg: "dataDir=DIR\ndynamicConfigFile=DYN\nserver.1=zk1:2888:3888\n",
+			dynamic: "server.2=zk2:2888:3888;2181\nserver.3=zk3:2888:3888;2181\n", myid: "2",
+			want: []string{`FILE:3: server.1 = "zk1:2888:3888": dynamicConfigFile is set: the server.N lines belong in it`}},
+		{name: "dynamic file without myid", cfg: "dataDir=DIR\ndynamicConfigFile=DYN\n", dynamic: zkEnsemble,
+			want: []string{"DIR/myid: missing", "server.N lines of DYN (1, 2, 3, 4)"}},
+		{name: "dynamic file client port differs", cfg: "dataDir=DIR\nclientPort=2182\ndynamicConfigFile=DYN\n", dynamic: zkEnsemble, myid: "2",
+			want: []string{"DYN:2: server.2 has client port 2181 but clientPort is 2182"}},
+		{name: "dynamic file id twice", cfg: "dataDir=DIR\ndynamicConfigFile=DYN\n", dynamic: zkEnsemble + "server.04=zk5:2888:3888;2181\n", myid: "1",
+			want: []string{"server.ensemble: server id 4 is listed twice (from server.N lines of dynamicConfigFile DYN in FILE)"}},
+		{name: "dynamic file bad line", cfg: "dataDir=DIR\ndynamicConfigFile=DYN\n", dynamic: "server.1=zk1:2888:3888;2181\nserver.2=zk2|zk3\n", myid: "1",
+			want: []string{`DYN:2: server.2 = "zk2|zk3": several addresses joined by |`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfgText, dyn := tt.cfg, ""
+			if tt.dynamic != "" {
+				dyn = writeFile(t, "zoo.cfg.dynamic", tt.dynamic)
+				cfgText = strings.ReplaceAll(cfgText, "DYN", dyn)
+			}
+			_, _, err := loadZooCfg(t, cfgText, tt.myid)
+			var want []string
+			for _, w := range tt.want {
+				want = append(want, strings.ReplaceAll(w, "DYN", dyn))
+			}
+			wantErr(t, err, want...)
+		})
 	}
 }

@@ -49,6 +49,7 @@ var zooMapped = map[string]func(string) (any, error){
 	"znode.container.maxPerMinute":             javaDecode,
 
 	"dynamicConfigFile": nonEmpty("want a file name"),
+	"peerType":          learnerType,
 }
 
 // zooDirect maps zoo.cfg keys whose parsed value is a server key's value as is.
@@ -75,11 +76,19 @@ var zooDirect = []struct{ zk, key string }{
 
 // Why paddock accepts a ZooKeeper key without using it; each reason goes into the warning.
 const (
-	whyEnsemble  = "configures a replicated ensemble, which paddock does not run yet"
 	whySecurity  = "paddock has no TLS, SASL, Kerberos or X.509: clients connect in the clear on clientPort"
 	whyJVM       = "a setting of ZooKeeper's Java implementation with no equivalent in paddock"
 	whyClient    = "a ZooKeeper client setting, not a server one"
 	whyNoFeature = "a ZooKeeper feature paddock does not have"
+
+	// The ensemble's keys: paddock's members replicate with Raft, not ZooKeeper's Zab.
+	whyRaftTiming = "Raft's election timeout (server.election_timeout, default 1s) does this job in paddock's ensembles"
+	whyElection   = "paddock elects leaders with Raft"
+	whyZab        = "a setting of ZooKeeper's Zab ensembles with no equivalent in paddock's Raft ones"
+	whyReconfig   = "paddock has no dynamic reconfiguration: membership changes by rolling restart (docs/ensemble.md)"
+	whyQuorum     = "paddock's quorum is a majority of the participants (Raft): no groups, weights or oracle"
+	whyPeerTLS    = "the member transport has no TLS yet"
+	whyPeerAuth   = "the member transport has no authentication (SASL) yet"
 )
 
 // zooIgnored lists keys ZooKeeper knows and paddock does not use: QuorumPeerConfig's own
@@ -89,28 +98,27 @@ var zooIgnored = map[string]struct {
 	why   string
 	check func(string) (any, error)
 }{
-	"initLimit":                       {whyEnsemble, javaInt},
-	"syncLimit":                       {whyEnsemble, javaInt},
-	"connectToLearnerMasterLimit":     {whyEnsemble, javaInt},
-	"electionAlg":                     {whyEnsemble, javaInt},
-	"electionPortBindRetry":           {whyEnsemble, nil},
-	"quorumListenOnAllIPs":            {whyEnsemble, javaBool},
-	"peerType":                        {whyEnsemble, oneOf("participant", "observer")},
-	"syncEnabled":                     {whyEnsemble, javaBool},
-	"standaloneEnabled":               {whyEnsemble, javaBool},
-	"reconfigEnabled":                 {whyEnsemble, javaBool},
-	"observerMasterPort":              {whyEnsemble, javaInt},
-	"quorum.cnxn.threads.size":        {whyEnsemble, javaInt},
-	"sslQuorum":                       {whyEnsemble, javaBool},
-	"sslQuorumReloadCertFiles":        {whyEnsemble, javaBool},
-	"oraclePath":                      {whyEnsemble, nil},
-	"cnxTimeout":                      {whyEnsemble, nil},
-	"quorumCnxnTimeoutMs":             {whyEnsemble, nil},
-	"leaderServes":                    {whyEnsemble, nil},
-	"forceSnapshotSync":               {whyEnsemble, nil},
-	"leaderConnectDelayDuringRetryMs": {whyEnsemble, nil},
-	"ensembleAuthName":                {whyEnsemble, nil},
-	"version":                         {whyEnsemble, nil},
+	"initLimit":                       {whyRaftTiming, javaInt},
+	"syncLimit":                       {whyRaftTiming, javaInt},
+	"connectToLearnerMasterLimit":     {whyRaftTiming, javaInt},
+	"electionAlg":                     {whyElection, javaInt},
+	"electionPortBindRetry":           {whyElection + " over the peer port: nothing listens on the election port", nil},
+	"cnxTimeout":                      {whyElection, nil},
+	"quorumCnxnTimeoutMs":             {whyElection, nil},
+	"quorumListenOnAllIPs":            {"members listen on the peer address of their server.N line", javaBool},
+	"standaloneEnabled":               {"paddock runs one server.N line standalone and two or more as an ensemble, whatever this says", javaBool},
+	"reconfigEnabled":                 {whyReconfig, javaBool},
+	"version":                         {whyReconfig, nil},
+	"observerMasterPort":              {"paddock's observers are Raft learners, which the leader replicates to over the peer address", javaInt},
+	"syncEnabled":                     {whyZab, javaBool},
+	"leaderServes":                    {whyZab, nil},
+	"forceSnapshotSync":               {whyZab, nil},
+	"leaderConnectDelayDuringRetryMs": {whyZab, nil},
+	"oraclePath":                      {whyQuorum, nil},
+	"sslQuorum":                       {whyPeerTLS, javaBool},
+	"sslQuorumReloadCertFiles":        {whyPeerTLS, javaBool},
+	"quorum.cnxn.threads.size":        {whyJVM, javaInt},
+	"ensembleAuthName":                {whyNoFeature, nil},
 
 	"secureClientPort":                         {whySecurity, javaInt},
 	"secureClientPortAddress":                  {whySecurity, nil},
@@ -192,16 +200,17 @@ var zooIgnored = map[string]struct {
 
 // zooIgnoredPrefixes covers families of keys too open-ended to list one by one.
 var zooIgnoredPrefixes = []struct{ prefix, why string }{
-	{"group.", whyEnsemble},
-	{"weight.", whyEnsemble},
-	{"multiAddress.", whyEnsemble},
-	{"quorum.auth.", whyEnsemble},
-	{"fastleader.", whyEnsemble},
-	{"leader.", whyEnsemble},
-	{"learner.", whyEnsemble},
-	{"follower.", whyEnsemble},
-	{"observer.", whyEnsemble},
-	{"observerMaster.", whyEnsemble},
+	{"group.", whyQuorum},
+	{"weight.", whyQuorum},
+	{"multiAddress.", "a paddock member has one peer address: server.N lines with several (|) are refused"},
+	{"quorum.auth.", whyPeerAuth},
+	{"fastleader.", whyElection},
+	{"leader.", whyZab},
+	{"learner.", whyZab},
+	{"follower.", whyZab},
+	{"observer.", whyZab},
+	{"observerMaster.", whyZab},
+	{"ssl.quorum.", whyPeerTLS}, // before ssl.: the first prefix that matches gives the reason
 	{"ssl.", whySecurity},
 	{"authProvider.", whySecurity},
 	{"sasl.", whySecurity},
@@ -385,6 +394,18 @@ func port(parse func(string) (any, error)) func(string) (any, error) {
 		}
 		return n, nil
 	}
+}
+
+// learnerType reads peerType as QuorumPeerConfig does, observer or participant in any
+// case; true means observer.
+func learnerType(s string) (any, error) {
+	switch strings.ToLower(s) {
+	case "observer":
+		return true, nil
+	case "participant":
+		return false, nil
+	}
+	return nil, errors.New("want participant or observer")
 }
 
 // host accepts a host name or an IP address, IPv6 with or without brackets.
