@@ -136,7 +136,7 @@ server:
   snap_count: 1000
   force_sync: true
   ensemble:
-    - 7=zk7.example.com:2888:3888;2181
+    - 7=zk7.example.com:2888:3888;2281
     - "8=zk8.example.com:2888:3888:participant"
     - 9=[fd00::9]:2888:3888:observer;[fd00::9]:2181
   election_timeout: 500ms
@@ -153,7 +153,7 @@ server:
 		ExtendedTypes: true, SkipACL: true, ContainerCheckInterval: 10 * time.Second,
 		ContainerMaxPerMinute: 100, FourLetterWords: []string{"ruok", "srvr", "mntr"},
 		AdminAddr: "", SnapCount: 1000, SnapRetainCount: 3, PurgeInterval: time.Hour, ForceSync: true,
-		Ensemble: []string{"7=zk7.example.com:2888:3888;2181", "8=zk8.example.com:2888:3888:participant",
+		Ensemble: []string{"7=zk7.example.com:2888:3888;2281", "8=zk8.example.com:2888:3888:participant",
 			"9=[fd00::9]:2888:3888:observer;[fd00::9]:2181"},
 		ElectionTimeout: 500 * time.Millisecond,
 	}
@@ -265,7 +265,7 @@ func TestLoadServerErrors(t *testing.T) {
 		{name: "ensemble without this server", yaml: "server:\n  server_id: 3\n  ensemble: [1=zk1:2888:3888, 2=zk2:2888:3888]\n",
 			want: []string{"server.ensemble: this server's id (server_id, myid) 3 is not among the members (from FILE)"}},
 		{name: "ensemble bad entries", yaml: "server:\n  ensemble: [1=zk1:2888, 2=zk2:2888:3888|zk3:2888:3888]\n",
-			want: []string{`server.ensemble entry "1=zk1:2888": want N=host:peerPort:electionPort`,
+			want: []string{`server.ensemble entry "1=zk1:2888": want host:peerPort:electionPort`,
 				`server.ensemble entry "2=zk2:2888:3888|zk3:2888:3888": several addresses joined by |`, "(from FILE)"}},
 		{name: "ensemble entry a mapping", yaml: "server:\n  ensemble:\n    - 1: zk1:2888:3888\n",
 			want: []string{"server.ensemble = [map[1:zk1:2888:3888]]: want a list of strings (from FILE)"}},

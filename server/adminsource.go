@@ -16,7 +16,7 @@ func (s *Server) Stats() admin.Stats {
 	nodes, size, eph := s.tree.NodeCount(), s.tree.DataSize(), s.tree.EphemeralCount()
 	s.treeMu.RUnlock()
 	conns := len(s.connList())
-	return admin.Stats{
+	st := admin.Stats{
 		Mode:            admin.ModeStandalone,
 		Zxid:            s.lastApplied.Load(),
 		Nodes:           int64(nodes),
@@ -29,6 +29,10 @@ func (s *Server) Stats() admin.Stats {
 		PacketsReceived: s.received.Load(),
 		PacketsSent:     s.sent.Load(),
 	}
+	if s.rep != nil {
+		s.rep.fillStats(&st)
+	}
+	return st
 }
 
 // connList returns the open connections, the one asking for a four-letter word included,

@@ -84,6 +84,16 @@ type Config struct {
 	// acknowledged writes on a crash; it exists for tests and benchmarks only, and
 	// configs.LoadServer warns, naming where the setting came from, when it is off.
 	ForceSync bool
+
+	// Ensemble lists the members of a replicated ensemble, one per server.N line of
+	// zoo.cfg: "N=host:peerPort:electionPort[:participant|:observer][;[clientHost:]clientPort]"
+	// (ParseMember). Empty runs a standalone server. ServerID (myid) says which member
+	// this server is.
+	Ensemble []string
+	// ElectionTimeout is how long a member waits without hearing from a leader before
+	// it stands for election (Raft's election timeout). The leader sends heartbeats ten
+	// times as often.
+	ElectionTimeout time.Duration
 }
 
 // DefaultConfig returns the embedded default: standalone, data under ./data, port 2181.
@@ -104,6 +114,7 @@ func DefaultConfig() Config {
 		SnapRetainCount:        3,
 		PurgeInterval:          time.Hour,
 		ForceSync:              true,
+		ElectionTimeout:        time.Second,
 	}
 }
 
@@ -183,6 +194,12 @@ func (c *Config) Validate() error {
 	}
 	if c.SnapCount < 2 {
 		bad("snap_count", c.SnapCount, "must be >= 2")
+	}
+	if c.ElectionTimeout < 10*time.Millisecond {
+		bad("election_timeout", c.ElectionTimeout, "must be at least 10ms")
+	}
+	if err := c.validateEnsemble(); err != nil {
+		errs = append(errs, err)
 	}
 	for _, w := range c.FourLetterWords {
 		if w != "*" && !isFourLetterWord(w) {

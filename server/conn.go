@@ -37,6 +37,7 @@ type conn struct {
 	draining  atomic.Bool  // reading has stopped; close once the queued replies are out
 	dec       wire.Decoder // the read loop's, reused for every request
 	timeout   atomic.Int32 // negotiated session timeout, ms
+	reported  atomic.Int64 // when the session's activity was last noted for the leader, Unix ms
 	// ids are the connection's identities (ip, digest, super); replaced, never mutated.
 	ids atomic.Pointer[[]wire.Identity]
 

@@ -44,21 +44,9 @@ func (s *Server) commitLoop() {
 	defer close(s.committed)
 	var enc wire.Encoder
 	for {
-		var batch []*proposal
-		select {
-		case p := <-s.proposals:
-			batch = append(batch, p)
-		case <-s.stopping:
+		batch := s.nextBatch()
+		if batch == nil {
 			return
-		}
-	drain:
-		for len(batch) < maxBatch {
-			select {
-			case p := <-s.proposals:
-				batch = append(batch, p)
-			default:
-				break drain
-			}
 		}
 		now := time.Now().UnixMilli()
 		for _, p := range batch {
@@ -85,6 +73,27 @@ func (s *Server) commitLoop() {
 	}
 }
 
+// nextBatch waits for a proposal and returns it with every other one waiting, up to
+// maxBatch; nil when the server is stopping.
+func (s *Server) nextBatch() []*proposal {
+	var batch []*proposal
+	select {
+	case p := <-s.proposals:
+		batch = append(batch, p)
+	case <-s.stopping:
+		return nil
+	}
+	for len(batch) < maxBatch {
+		select {
+		case p := <-s.proposals:
+			batch = append(batch, p)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
 // applyLoop applies committed batches in log order. For each txn, under the tree write
 // lock: apply, fire watches (queuing notifications), then queue the reply — so a watcher
 // hears of a change before any reply that reveals it.
@@ -101,7 +110,9 @@ func (s *Server) apply(p *proposal) {
 	defer s.treeMu.Unlock()
 	res := txn.Apply(s.tree, p.txn, s.txnOpts)
 	s.lastApplied.Store(p.txn.Zxid)
-	s.maybeSnapshotLocked()
+	if s.rep == nil {
+		s.maybeSnapshotLocked() // a member's snapshots are Raft's (replica.Snapshot)
+	}
 	for _, ev := range res.Events {
 		s.fire(ev, p.txn.Zxid)
 	}

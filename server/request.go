@@ -19,6 +19,10 @@ type request struct {
 	err   wire.Code       // answer with this error instead of executing (bad record, bad op)
 	close bool            // close the connection after answering
 	start time.Time
+	// A write or a member's sync waits in its connection's queue until ready (applied,
+	// or synced with the leader); res is a write's outcome. Guarded by the conn's mu.
+	ready bool
+	res   txn.Result
 
 	txn  txn.Txn
 	prop proposal
@@ -57,8 +61,14 @@ func (c *conn) dispatch(body []byte) bool {
 		r.err, r.close = wire.ErrAuthFailed, true
 	}
 	r.ids = c.identities()
+	if rep := s.rep; rep != nil && !rep.leading.Load() {
+		c.reportActivity(now, sid)
+	}
 	if r.write {
 		return c.proposeWrite(r, sid)
+	}
+	if h.Op == wire.OpSync && r.err == wire.OK && s.rep != nil {
+		return c.syncWithLeader(r)
 	}
 	if r.close {
 		c.draining.Store(true)
@@ -166,24 +176,73 @@ func (c *conn) authenticate(a *wire.AuthPacket) bool {
 }
 
 // completeWrite answers a write that has been applied, then every request that was
-// waiting behind it up to the next write. The caller holds the tree write lock.
+// waiting behind it up to the next write. Writes are applied in the order they were
+// proposed, so the write is first in the queue — unless a member's sync, still
+// waiting for the leader, is before it: then its answer waits too. The caller holds
+// the tree write lock.
 func (c *conn) completeWrite(p *proposal, res *txn.Result) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.queue) == 0 || c.queue[0] != p.req {
+	if len(c.queue) == 0 || c.queue[0] != p.req && c.queue[0].op != wire.OpSync {
 		c.s.logger.Error("reply out of order: dropping connection", "session_id", hexID(c.sessionID.Load()))
 		c.close()
 		return
 	}
-	c.queue[0] = nil
-	c.queue = c.queue[1:]
-	c.replyWrite(p, res)
-	for len(c.queue) > 0 && !c.queue[0].write {
+	p.req.res, p.req.ready = *res, true
+	c.answerReadyLocked()
+}
+
+// answerReadyLocked answers the requests at the head of the queue that can be: reads,
+// and writes and syncs that are ready. The caller holds c.mu and the tree lock.
+func (c *conn) answerReadyLocked() {
+	for len(c.queue) > 0 {
 		r := c.queue[0]
+		if r.write && !r.ready {
+			return
+		}
 		c.queue[0] = nil
 		c.queue = c.queue[1:]
-		c.execLocal(r)
+		if r.write && r.op != wire.OpSync {
+			c.replyWrite(&r.prop, &r.res)
+		} else {
+			c.execLocal(r)
+		}
 	}
+}
+
+// syncWithLeader answers a sync on a member of an ensemble once the member has applied
+// everything the leader had committed when the sync arrived (a Raft ReadIndex round),
+// so that reads after it see every write acknowledged before it anywhere. Requests
+// behind it wait for it as for a write.
+func (c *conn) syncWithLeader(r *request) bool {
+	r.write = true
+	c.mu.Lock()
+	c.queue = append(c.queue, r)
+	c.mu.Unlock()
+	c.s.goroutine(func() {
+		if _, err := c.s.rep.node.ReadIndex(c.ctx); err != nil {
+			c.close() // the member lost its leader, or the connection closed
+			return
+		}
+		c.s.treeMu.RLock()
+		defer c.s.treeMu.RUnlock()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		r.ready = true
+		c.answerReadyLocked()
+	})
+	return true
+}
+
+// reportActivity notes, at most every quarter tick, that the client of session sid is
+// alive, for the member's next report to the leader.
+func (c *conn) reportActivity(now time.Time, sid int64) {
+	ms := now.UnixMilli()
+	if ms-c.reported.Load() < c.s.cfg.TickTime.Milliseconds()/4 {
+		return
+	}
+	c.reported.Store(ms)
+	c.s.rep.touch(sid)
 }
 
 // replyWrite encodes the answer to an applied write.

@@ -40,7 +40,8 @@ type Server struct {
 	treeMu      sync.RWMutex
 	tree        *datatree.Tree // guarded by treeMu: written only by applyLoop
 	lastApplied atomic.Int64   // the tree's last zxid, readable without treeMu
-	lastZxid    int64          // the last zxid handed out; owned by commitLoop
+	lastZxid    int64          // the last zxid handed out; owned by commitLoop (by the Raft Ready loop in an ensemble)
+	rep         *replica       // set for a member of a replicated ensemble
 	watches     *watch.Registry[*conn]
 	sessions    *session.Table
 
@@ -115,7 +116,12 @@ func (s *Server) Start() (err error) {
 			s.Close()
 		}
 	}()
-	if err := s.recover(); err != nil {
+	if len(s.cfg.Ensemble) > 0 {
+		err = s.startReplica()
+	} else {
+		err = s.recover()
+	}
+	if err != nil {
 		return err
 	}
 	if s.ln, err = net.Listen("tcp", s.cfg.ClientAddr); err != nil {
@@ -124,18 +130,23 @@ func (s *Server) Start() (err error) {
 	if err := s.startAdmin(); err != nil {
 		return err
 	}
-	zxid := s.lastZxid // read before commitLoop, which owns it, starts
-	if s.sinceSnap > 0 {
-		// Txns were replayed: snapshot them now, so the next start replays less.
-		s.sinceSnap = 0
-		s.snapshotLocked()
+	zxid := s.lastApplied.Load()
+	if s.rep != nil {
+		s.goroutine(s.rep.proposeLoop)
+		s.goroutine(s.rep.watchLoop)
+	} else {
+		if s.sinceSnap > 0 {
+			// Txns were replayed: snapshot them now, so the next start replays less.
+			s.sinceSnap = 0
+			s.snapshotLocked()
+		}
+		s.goroutine(s.commitLoop)
+		s.goroutine(s.applyLoop)
+		s.goroutine(s.purgeLoop)
 	}
-	s.goroutine(s.commitLoop)
-	s.goroutine(s.applyLoop)
 	s.goroutine(s.acceptLoop)
 	s.goroutine(s.expiryLoop)
 	s.goroutine(s.reapLoop)
-	s.goroutine(s.purgeLoop)
 	s.goroutine(s.gcTuneLoop)
 	s.logger.Info("serving", "client_addr", s.ln.Addr().String(), "zxid", hexID(zxid),
 		"sessions", s.sessions.Len(), "data_dir", s.cfg.DataDir)
@@ -249,6 +260,9 @@ func (s *Server) Close() error {
 			c.close()
 		}
 		s.wg.Wait()
+		if s.rep != nil {
+			err = s.rep.close()
+		}
 		if s.wal != nil {
 			err = s.wal.Close()
 		}
@@ -373,6 +387,10 @@ func (s *Server) expiryLoop() {
 		case <-s.stopping:
 			return
 		case now := <-timer.C:
+			if !s.leading() {
+				timer.Reset(s.cfg.TickTime) // in an ensemble only the leader expires sessions
+				continue
+			}
 			for _, id := range s.sessions.Expire(now) {
 				s.logger.Info("session expired", "session_id", hexID(id))
 				p := &proposal{txn: &txn.Txn{Session: id, Op: wire.OpCloseSession, Req: wire.Empty{}}}
@@ -400,6 +418,9 @@ func (s *Server) reapLoop() {
 		case <-s.stopping:
 			return
 		case now := <-ticker.C:
+			if !s.leading() {
+				continue
+			}
 			for _, path := range s.reapable(now, limit) {
 				p := &proposal{txn: &txn.Txn{Op: wire.OpDeleteContainer, Req: &wire.PathRecord{Path: path}}}
 				if s.propose(context.Background(), p) != nil {
@@ -428,5 +449,10 @@ func (s *Server) reapable(now time.Time, limit int) []string {
 	}
 	return out
 }
+
+// leading reports whether this server decides what only one server may: session
+// expiry and the reaping of containers and TTL nodes. A standalone server always does;
+// in an ensemble the leader does.
+func (s *Server) leading() bool { return s.rep == nil || s.rep.leading.Load() }
 
 func hexID(v int64) string { return fmt.Sprintf("0x%x", v) }

@@ -190,9 +190,12 @@ func (a *Admin) Serve(w io.Writer, word string) error {
 		return fmt.Errorf("admin: %q is not a four-letter word", word)
 	}
 	var b bytes.Buffer
-	if a.allowed[word] {
+	switch {
+	case a.allowed[word] && c.needsServing && a.src.Stats().NotServing:
+		b.WriteString(notServing + "\n")
+	case a.allowed[word]:
 		c.text(a, &b)
-	} else {
+	default:
 		b.WriteString(word + " is not executed because it is not in the whitelist.\n")
 	}
 	a.logger.Debug("four letter word", "word", word, "allowed", a.allowed[word], "bytes", b.Len())
@@ -201,6 +204,10 @@ func (a *Admin) Serve(w io.Writer, word string) error {
 	}
 	return nil
 }
+
+// notServing is ZooKeeper's answer to a word that reads the server's state while the
+// server is not running (on a member: while it has no leader).
+const notServing = "This ZooKeeper instance is not currently serving requests"
 
 // Allowed reports whether the whitelist allows word.
 func (a *Admin) Allowed(word string) bool { return a.allowed[word] }

@@ -16,26 +16,28 @@ type command struct {
 	text func(*Admin, *bytes.Buffer)
 	// json returns the AdminServer response without its "command" and "error" keys.
 	json func(*Admin) object
+	// needsServing words answer notServing while the server does not serve clients.
+	needsServing bool
 }
 
 // commands lists what paddock answers. ZooKeeper's gtmk, stmk, hash and its quorum-only
 // AdminServer commands are left out; the telnet close sequence is not a word here either.
 var commands = []command{
-	{"ruok", []string{"ruok"}, (*Admin).ruokText, (*Admin).emptyJSON},
-	{"srvr", []string{"server_stats", "srvr"}, (*Admin).srvrText, (*Admin).srvrJSON},
-	{"stat", []string{"stats", "stat"}, (*Admin).statText, (*Admin).statJSON},
-	{"conf", []string{"configuration", "conf", "config"}, (*Admin).confText, (*Admin).confJSON},
-	{"cons", []string{"connections", "cons"}, (*Admin).consText, (*Admin).consJSON},
-	{"crst", []string{"connection_stat_reset", "crst"}, (*Admin).crstText, (*Admin).crstJSON},
-	{"dump", []string{"dump"}, (*Admin).dumpText, (*Admin).dumpJSON},
-	{"envi", []string{"environment", "env", "envi"}, (*Admin).enviText, (*Admin).enviJSON},
-	{"mntr", []string{"monitor", "mntr"}, (*Admin).mntrText, (*Admin).mntrJSON},
-	{"wchs", []string{"watch_summary", "wchs"}, (*Admin).wchsText, (*Admin).wchsJSON},
-	{"wchc", []string{"watches", "wchc"}, (*Admin).wchcText, (*Admin).wchcJSON},
-	{"wchp", []string{"watches_by_path", "wchp"}, (*Admin).wchpText, (*Admin).wchpJSON},
-	{"dirs", []string{"dirs"}, (*Admin).dirsText, (*Admin).dirsJSON},
-	{"isro", []string{"is_read_only", "isro"}, (*Admin).isroText, (*Admin).isroJSON},
-	{"srst", []string{"stat_reset", "srst"}, (*Admin).srstText, (*Admin).srstJSON},
+	{"ruok", []string{"ruok"}, (*Admin).ruokText, (*Admin).emptyJSON, false},
+	{"srvr", []string{"server_stats", "srvr"}, (*Admin).srvrText, (*Admin).srvrJSON, true},
+	{"stat", []string{"stats", "stat"}, (*Admin).statText, (*Admin).statJSON, true},
+	{"conf", []string{"configuration", "conf", "config"}, (*Admin).confText, (*Admin).confJSON, false},
+	{"cons", []string{"connections", "cons"}, (*Admin).consText, (*Admin).consJSON, true},
+	{"crst", []string{"connection_stat_reset", "crst"}, (*Admin).crstText, (*Admin).crstJSON, false},
+	{"dump", []string{"dump"}, (*Admin).dumpText, (*Admin).dumpJSON, true},
+	{"envi", []string{"environment", "env", "envi"}, (*Admin).enviText, (*Admin).enviJSON, false},
+	{"mntr", []string{"monitor", "mntr"}, (*Admin).mntrText, (*Admin).mntrJSON, true},
+	{"wchs", []string{"watch_summary", "wchs"}, (*Admin).wchsText, (*Admin).wchsJSON, true},
+	{"wchc", []string{"watches", "wchc"}, (*Admin).wchcText, (*Admin).wchcJSON, true},
+	{"wchp", []string{"watches_by_path", "wchp"}, (*Admin).wchpText, (*Admin).wchpJSON, true},
+	{"dirs", []string{"dirs"}, (*Admin).dirsText, (*Admin).dirsJSON, false},
+	{"isro", []string{"is_read_only", "isro"}, (*Admin).isroText, (*Admin).isroJSON, false},
+	{"srst", []string{"stat_reset", "srst"}, (*Admin).srstText, (*Admin).srstJSON, false},
 }
 
 var (

@@ -68,6 +68,23 @@ type Stats struct {
 	// PacketsReceived and PacketsSent count client packets since start or the last ResetStats.
 	PacketsReceived int64
 	PacketsSent     int64
+	// NotServing is set while an ensemble member cannot serve clients (it knows no
+	// leader, or is catching up with one): the words that read the server's state
+	// then answer as ZooKeeper's do when its server is not running.
+	NotServing bool
+	// Quorum is set for a member of a replicated ensemble.
+	Quorum *QuorumStats
+}
+
+// QuorumStats describes a member's ensemble. The learner counts are the leader's
+// (ZooKeeper's mntr shows them on the leader only); elsewhere they are zero.
+type QuorumStats struct {
+	// Size is the number of voting members; a majority of them is a quorum.
+	Size int
+	// Followers and Observers count the other members; Synced ones have replicated
+	// the log up to the commit index.
+	Followers, SyncedFollowers int
+	Observers, SyncedObservers int
 }
 
 // Connection is a snapshot of one client connection. ConnStats fills the statistics fields;

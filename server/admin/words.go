@@ -226,6 +226,16 @@ func (a *Admin) monitor() object {
 		{"global_sessions", st.Sessions},
 		{"local_sessions", 0}, // local sessions (localSessionsEnabled) do not exist in paddock
 	}
+	if q := st.Quorum; q != nil {
+		o = append(o, field{"quorum_size", q.Size})
+		if st.Mode == ModeLeader {
+			// 3.8 counts every learner in zk_learners; zk_followers, which the
+			// administrator's guide still shows, counts the voting ones.
+			o = append(o, field{"learners", q.Followers + q.Observers}, field{"followers", q.Followers},
+				field{"synced_followers", q.SyncedFollowers}, field{"synced_non_voting_followers", 0},
+				field{"synced_observers", q.SyncedObservers}, field{"pending_syncs", 0})
+		}
+	}
 	if open, limit, ok := fileDescriptors(); ok {
 		o = append(o, field{"open_file_descriptor_count", open}, field{"max_file_descriptor_count", limit})
 	}

@@ -421,3 +421,15 @@ func (t *Tree) Walk(fn func(n *Node)) {
 		return true
 	})
 }
+
+// SetConfig makes data the content of /zookeeper/config, outside any txn: the
+// ensemble's configuration, which every member writes from its own (identical)
+// configuration file. Its stat does not change, as ZooKeeper's does not for a
+// static configuration.
+func (t *Tree) SetConfig(data []byte) {
+	old := t.Get(ConfigPath)
+	changed := *old
+	changed.Data = data
+	t.dataSize += int64(len(data) - len(old.Data))
+	t.put(&changed)
+}

@@ -40,6 +40,9 @@ type Config struct {
 	KeepEntries     uint64
 	// SendQueue bounds each peer's outbound queue, in messages.
 	SendQueue int
+	// OnNote, if set, receives the notes other members send with SendNote, on a
+	// connection's read goroutine: it must not block.
+	OnNote func(from uint64, data []byte)
 	// MaxSizePerMsg and MaxInflightMsgs are Raft's flow control knobs.
 	MaxSizePerMsg   uint64
 	MaxInflightMsgs int

@@ -28,11 +28,20 @@ var (
 // proposer recognises its entry when it is applied.
 const proposalHeader = 16
 
+// Entry is a committed proposal as ApplyFunc receives it.
+type Entry struct {
+	Index, Term uint64
+	// From and Seq identify the proposal: the proposing member's id and the sequence
+	// number Submit returned to it.
+	From, Seq uint64
+	// Data is the proposal as given to Propose or Submit; it must not be retained.
+	Data []byte
+}
+
 // ApplyFunc receives the committed entries, in log order, each exactly once per
 // state machine (entries at or below Config.Applied are skipped). It runs on the Ready
-// loop: it must not block on the Node. data is the proposal as given to Propose and
-// must not be retained.
-type ApplyFunc func(index, term uint64, data []byte)
+// loop: it must not block on the Node.
+type ApplyFunc func(e *Entry)
 
 // Role is a member's part in the ensemble at a moment.
 type Role int
@@ -61,6 +70,10 @@ type Status struct {
 	Role       Role
 	Commit     uint64 // the highest index known committed
 	Applied    uint64 // the highest index applied (or skipped as already applied)
+	// On the leader only: the other voters and the learners, and how many of each
+	// have replicated the log up to the commit index.
+	Followers, SyncedFollowers int
+	Learners, SyncedLearners   int
 }
 
 // Node is one member's Raft. Its Ready loop persists, sends and applies; Propose and
@@ -86,6 +99,7 @@ type Node struct {
 	// Owned by the Ready loop (and newNode before it starts).
 	confState *raftpb.ConfState // the membership as of the applied index
 	snapIndex uint64            // index of the latest snapshot taken or restored
+	leading   bool              // the last SoftState said leader
 
 	stop    chan struct{} // closed by Close: the Ready loop ends
 	done    chan struct{} // closed when the Ready loop has ended
@@ -150,7 +164,8 @@ func newNode(cfg Config, st Storage, apply ApplyFunc, logger *slog.Logger) (*Nod
 		PreVote:                   true, CheckQuorum: true,
 		Logger: raftLogger{n.logger},
 	})
-	n.transport = NewTransport(ln, cfg.others(), cfg.SendQueue, n.receive, n.rn.ReportUnreachable, n.logger)
+	n.transport = NewTransport(ln, cfg.ID, cfg.others(), cfg.SendQueue, n.receive, cfg.OnNote,
+		n.rn.ReportUnreachable, n.logger)
 	go n.run()
 	return n, nil
 }
@@ -238,10 +253,24 @@ func (n *Node) run() {
 
 // handleReady does one Ready's work except Advance.
 func (n *Node) handleReady(rd raft.Ready) error {
+	// A leader may send its appends before its own write is durable (Raft thesis
+	// §10.2.1; etcd's server does the same): an entry commits only once a quorum,
+	// counting the leader only after its write, has it on disk. Everyone else
+	// persists first: a vote or an acknowledgement must not outrun its hard state.
+	leading := rd.SoftState != nil && rd.SoftState.RaftState == raft.StateLeader ||
+		rd.SoftState == nil && n.leading
+	if rd.SoftState != nil {
+		n.leading = rd.SoftState.RaftState == raft.StateLeader
+	}
+	if leading {
+		n.transport.Send(rd.Messages)
+	}
 	if err := n.storage.Save(rd.HardState, rd.Entries, rd.Snapshot, rd.MustSync); err != nil {
 		return err
 	}
-	n.transport.Send(rd.Messages)
+	if !leading {
+		n.transport.Send(rd.Messages)
+	}
 	n.reportSnapshots(rd.Messages)
 	if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
 		if err := n.restore(rd.Snapshot); err != nil {
@@ -288,7 +317,8 @@ func (n *Node) applyEntry(e *raftpb.Entry) error {
 			return fmt.Errorf("quorum: entry %d: %d bytes is shorter than its header", idx, len(data))
 		}
 		if idx > n.cfg.Applied {
-			n.apply(idx, e.GetTerm(), data[proposalHeader:])
+			n.apply(&Entry{Index: idx, Term: e.GetTerm(), From: binary.BigEndian.Uint64(data),
+				Seq: binary.BigEndian.Uint64(data[8:]), Data: data[proposalHeader:]})
 		}
 		defer n.proposalDone(data, idx)
 	}
@@ -357,17 +387,13 @@ func (n *Node) Propose(ctx context.Context, data []byte) (uint64, error) {
 		return 0, ErrEmpty
 	}
 	seq := n.seq.Add(1)
-	buf := make([]byte, proposalHeader+len(data))
-	binary.BigEndian.PutUint64(buf, n.id)
-	binary.BigEndian.PutUint64(buf[8:], seq)
-	copy(buf[proposalHeader:], data)
 	w := make(chan uint64, 1)
 	if err := n.register(n.waiters, seq, w); err != nil {
 		return 0, err
 	}
 	defer n.unregister(n.waiters, seq)
-	if err := n.rn.Propose(ctx, buf); err != nil {
-		return 0, fmt.Errorf("quorum: propose: %w", err)
+	if err := n.propose(ctx, seq, data); err != nil {
+		return 0, err
 	}
 	select {
 	case idx := <-w:
@@ -378,6 +404,54 @@ func (n *Node) Propose(ctx context.Context, data []byte) (uint64, error) {
 		return 0, n.closedErr()
 	}
 }
+
+// NextSeq returns a new sequence number for Submit.
+func (n *Node) NextSeq() uint64 { return n.seq.Add(1) }
+
+// Submit hands data to Raft under seq, a number from NextSeq, and returns once Raft
+// has taken it (or refused it: raft.ErrProposalDropped when no leader is known). The
+// Entry ApplyFunc gets for it, on this member, has From = this member's id and this
+// Seq; the caller records what it waits for under seq before calling Submit, as the
+// entry may be applied before Submit returns. Nothing tells the caller if the
+// proposal is lost later (a leader change): Leader and Term in Status do, and the
+// caller decides what to give up on.
+func (n *Node) Submit(ctx context.Context, seq uint64, data []byte) error {
+	if len(data) == 0 {
+		return ErrEmpty
+	}
+	return n.propose(ctx, seq, data)
+}
+
+// Done is closed when the member stops: Close was called, or its Ready loop failed
+// (Err says why).
+func (n *Node) Done() <-chan struct{} { return n.done }
+
+// Err returns why the Ready loop stopped on its own (its storage failed), or nil.
+func (n *Node) Err() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.err
+}
+
+// propose puts the header before data and hands it to Raft.
+func (n *Node) propose(ctx context.Context, seq uint64, data []byte) error {
+	buf := make([]byte, proposalHeader+len(data))
+	binary.BigEndian.PutUint64(buf, n.id)
+	binary.BigEndian.PutUint64(buf[8:], seq)
+	copy(buf[proposalHeader:], data)
+	if err := n.rn.Propose(ctx, buf); err != nil {
+		return fmt.Errorf("quorum: propose: %w", err)
+	}
+	return nil
+}
+
+// ID is this member's id.
+func (n *Node) ID() uint64 { return n.id }
+
+// SendNote sends data to member to, outside the Raft log: best effort, no order with
+// Raft's messages, lost when the peer is unreachable. The server reports its clients'
+// session activity to the leader this way.
+func (n *Node) SendNote(to uint64, data []byte) { n.transport.SendNote(to, data) }
 
 // ReadIndex returns an index that is at least the commit index the leader had when
 // the call started, confirmed by a quorum, after waiting until this member has
@@ -475,8 +549,28 @@ func (n *Node) Status() Status {
 		s.Role = RoleLearner
 	case st.RaftState == raft.StateLeader:
 		s.Role = RoleLeader
+		for id, pr := range st.Progress {
+			if id == n.id {
+				continue
+			}
+			synced := pr.Match >= s.Commit
+			if pr.IsLearner {
+				s.Learners++
+				s.SyncedLearners += b2i(synced)
+			} else {
+				s.Followers++
+				s.SyncedFollowers += b2i(synced)
+			}
+		}
 	}
 	return s
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Close stops the member: its transport, its Ready loop, Raft and its storage.

@@ -31,13 +31,13 @@ type member struct {
 }
 
 func (m *member) apply(t *testing.T) ApplyFunc {
-	return func(index, term uint64, data []byte) {
+	return func(e *Entry) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if n := len(m.records); n > 0 && m.records[n-1].index >= index {
-			t.Errorf("member %d: apply %d after %d", m.id, index, m.records[n-1].index)
+		if n := len(m.records); n > 0 && m.records[n-1].index >= e.Index {
+			t.Errorf("member %d: apply %d after %d", m.id, e.Index, m.records[n-1].index)
 		}
-		m.records = append(m.records, record{index, term, string(data)})
+		m.records = append(m.records, record{e.Index, e.Term, string(e.Data)})
 	}
 }
 

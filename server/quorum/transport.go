@@ -23,17 +23,26 @@ const (
 	writeTimeout = 5 * time.Second
 )
 
+// Frame kinds.
+const (
+	frameRaft byte = 0
+	frameNote byte = 1
+)
+
 // Transport carries raftpb.Messages between members over TCP. Each member listens on
 // its peer address; to each other member it keeps one outbound connection, fed by a
-// bounded queue. A frame is a uint32 big-endian length followed by the marshalled
-// message. Messages are fire-and-forget: when a peer's queue is full or its
+// bounded queue. A frame is a uint32 big-endian length, a kind byte and the body:
+// frameRaft, a marshalled raftpb.Message; frameNote, the sender's id (uint64
+// big-endian) and a note's bytes. Messages are fire-and-forget: when a peer's queue is full or its
 // connection fails the message is dropped and the peer reported unreachable, and
 // Raft retransmits. Send is safe for concurrent use; Close is idempotent.
 type Transport struct {
 	ln          net.Listener
 	recv        func(*raftpb.Message) // called from a connection's read loop
-	unreachable func(id uint64)       // called when a message to id was lost
-	peers       map[uint64]*peer      // fixed at New
+	onNote      func(from uint64, data []byte)
+	self        uint64           // this member's id, the sender of its notes
+	unreachable func(id uint64)  // called when a message to id was lost
+	peers       map[uint64]*peer // fixed at New
 	logger      *slog.Logger
 	stop        chan struct{}  // closed by Close
 	wg          sync.WaitGroup // every goroutine of the transport
@@ -54,13 +63,14 @@ type peer struct {
 }
 
 // NewTransport starts serving ln and connecting to peers (id → address; the local
-// member must not be among them). recv gets every message received; unreachable
-// gets the id of a peer a message could not be sent to. Both must not block for
-// long. queueLen bounds each peer's queue.
-func NewTransport(ln net.Listener, peers map[uint64]string, queueLen int,
-	recv func(*raftpb.Message), unreachable func(uint64), logger *slog.Logger) *Transport {
+// member, self, must not be among them). recv gets every Raft message received,
+// onNote (if not nil) every note; unreachable gets the id of a peer a message could
+// not be sent to. None of them may block for long. queueLen bounds each peer's queue.
+func NewTransport(ln net.Listener, self uint64, peers map[uint64]string, queueLen int,
+	recv func(*raftpb.Message), onNote func(from uint64, data []byte), unreachable func(uint64),
+	logger *slog.Logger) *Transport {
 	t := &Transport{
-		ln: ln, recv: recv, unreachable: unreachable, logger: logger,
+		ln: ln, self: self, recv: recv, onNote: onNote, unreachable: unreachable, logger: logger,
 		peers: make(map[uint64]*peer), stop: make(chan struct{}),
 		inbound: make(map[net.Conn]struct{}),
 	}
@@ -93,17 +103,39 @@ func (t *Transport) Send(msgs []*raftpb.Message) {
 			t.logger.Debug("message to unknown peer dropped", "to", m.GetTo(), "type", m.GetType().String())
 			continue
 		}
-		b, err := proto.Marshal(m)
+		b, err := proto.MarshalOptions{}.MarshalAppend([]byte{frameRaft}, m)
 		if err != nil {
 			t.logger.Error("marshal message", "to", m.GetTo(), "err", err)
 			continue
 		}
-		select {
-		case p.queue <- b:
-		default:
+		if !t.enqueue(p, b) {
 			t.logger.Debug("peer queue full, message dropped", "to", p.id, "type", m.GetType().String())
 			t.unreachable(p.id)
 		}
+	}
+}
+
+// SendNote queues a note for member to without blocking; it is dropped when to is
+// unknown or its queue is full.
+func (t *Transport) SendNote(to uint64, data []byte) {
+	p, ok := t.peers[to]
+	if !ok {
+		return
+	}
+	b := make([]byte, 9, 9+len(data))
+	b[0] = frameNote
+	binary.BigEndian.PutUint64(b[1:], t.self)
+	if !t.enqueue(p, append(b, data...)) {
+		t.logger.Debug("peer queue full, note dropped", "to", p.id)
+	}
+}
+
+func (t *Transport) enqueue(p *peer, frame []byte) bool {
+	select {
+	case p.queue <- frame:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -238,13 +270,36 @@ func (t *Transport) readLoop(conn net.Conn) {
 		if _, err := io.ReadFull(r, b); err != nil {
 			return
 		}
-		m := new(raftpb.Message)
-		if err := proto.Unmarshal(b, m); err != nil {
-			t.logger.Warn("bad peer message", "remote", conn.RemoteAddr().String(), "err", err)
+		if !t.deliver(b) {
+			t.logger.Warn("bad peer frame", "remote", conn.RemoteAddr().String(), "size", n)
 			return
 		}
-		t.recv(m)
 	}
+}
+
+// deliver hands one frame to recv or onNote; false if it is malformed.
+func (t *Transport) deliver(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	switch b[0] {
+	case frameRaft:
+		m := new(raftpb.Message)
+		if err := proto.Unmarshal(b[1:], m); err != nil {
+			return false
+		}
+		t.recv(m)
+	case frameNote:
+		if len(b) < 9 {
+			return false
+		}
+		if t.onNote != nil {
+			t.onNote(binary.BigEndian.Uint64(b[1:]), b[9:])
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 // Close stops the listener, closes every connection and waits for the transport's

@@ -110,6 +110,10 @@ func (t *Table) moveLocked(e *entry, expiry int64) {
 func (t *Table) Remove(id int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.removeLocked(id)
+}
+
+func (t *Table) removeLocked(id int64) {
 	e := t.sessions[id]
 	if e == nil {
 		return
@@ -195,4 +199,20 @@ func (t *Table) Buckets() []Bucket {
 		out = append(out, Bucket{Expiry: time.UnixMilli(expiry), Sessions: slices.Sorted(maps.Keys(t.buckets[expiry]))})
 	}
 	return out
+}
+
+// Replace makes the table hold exactly the sessions in timeouts (id → timeout), each
+// expiring its timeout after now unless touched: a member that loads a new state
+// from its leader's snapshot resets its table this way.
+func (t *Table) Replace(timeouts map[int64]time.Duration, now time.Time) {
+	t.mu.Lock()
+	for id := range t.sessions {
+		if _, ok := timeouts[id]; !ok {
+			t.removeLocked(id)
+		}
+	}
+	t.mu.Unlock()
+	for id, timeout := range timeouts {
+		t.Add(id, timeout, now)
+	}
 }

@@ -1,0 +1,142 @@
+package testutil
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/paddock/paddock/server"
+	"github.com/paddock/paddock/server/admin"
+)
+
+// Ensemble is a replicated ensemble of paddock servers in this process, on 127.0.0.1:
+// members are stopped and started again by index, keeping their ports and data.
+type Ensemble struct {
+	tb      testing.TB
+	Configs []server.Config
+	servers []*server.Server // nil while stopped
+}
+
+// StartEnsemble starts voters participants and observers observers (ids 1..n, the
+// observers last), each configured by PaddockConfig, a 500ms election timeout and
+// configure (if not nil), and stops them when the test ends. It waits until every
+// member serves.
+func StartEnsemble(tb testing.TB, voters, observers int, configure func(i int, c *server.Config)) *Ensemble {
+	tb.Helper()
+	n := voters + observers
+	var members []string
+	clients := make([]string, n)
+	for i := range n {
+		peer, err1 := FreePort()
+		client, err2 := FreePort()
+		if err1 != nil || err2 != nil {
+			tb.Fatalf("ports: %v %v", err1, err2)
+		}
+		role := ""
+		if i >= voters {
+			role = ":observer"
+		}
+		clients[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(client))
+		members = append(members, fmt.Sprintf("%d=127.0.0.1:%d:%d%s;%s", i+1, peer, peer, role, clients[i]))
+	}
+	e := &Ensemble{tb: tb, servers: make([]*server.Server, n)}
+	for i := range n {
+		cfg := PaddockConfig(tb)
+		cfg.ClientAddr = clients[i]
+		cfg.ServerID = int64(i + 1)
+		cfg.Ensemble = members
+		cfg.ElectionTimeout = 500 * time.Millisecond
+		cfg.FourLetterWords = []string{"*"}
+		if configure != nil {
+			configure(i, &cfg)
+		}
+		e.Configs = append(e.Configs, cfg)
+	}
+	tb.Cleanup(func() {
+		for i := range e.servers {
+			e.Stop(i)
+		}
+	})
+	// Members start concurrently: each waits in Start to replay its own log only.
+	errs := make(chan error, n)
+	for i := range n {
+		go func() { errs <- e.start(i) }()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			tb.Fatal(err)
+		}
+	}
+	e.WaitServing()
+	return e
+}
+
+func (e *Ensemble) start(i int) error {
+	s, err := server.New(e.Configs[i], TestLogger())
+	if err != nil {
+		return fmt.Errorf("member %d config: %w", i+1, err)
+	}
+	if err := s.Start(); err != nil {
+		return fmt.Errorf("start member %d: %w", i+1, err)
+	}
+	e.servers[i] = s
+	return nil
+}
+
+// Start starts member i again after Stop.
+func (e *Ensemble) Start(i int) {
+	e.tb.Helper()
+	if err := e.start(i); err != nil {
+		e.tb.Fatal(err)
+	}
+}
+
+// Stop closes member i, if running.
+func (e *Ensemble) Stop(i int) {
+	if s := e.servers[i]; s != nil {
+		s.Close()
+		e.servers[i] = nil
+	}
+}
+
+// Server returns member i, nil while stopped.
+func (e *Ensemble) Server(i int) *server.Server { return e.servers[i] }
+
+// Addrs returns every member's client address, in member order.
+func (e *Ensemble) Addrs() []string {
+	out := make([]string, len(e.Configs))
+	for i, c := range e.Configs {
+		out[i] = c.ClientAddr
+	}
+	return out
+}
+
+// Leader returns the index of the member that says it leads, or -1.
+func (e *Ensemble) Leader() int {
+	for i, s := range e.servers {
+		if s != nil {
+			if st := s.Stats(); st.Mode == admin.ModeLeader && !st.NotServing {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// WaitServing waits until every running member serves clients and one leads.
+func (e *Ensemble) WaitServing() {
+	e.tb.Helper()
+	ok := WaitFor(30*time.Second, 20*time.Millisecond, func() bool {
+		for _, s := range e.servers {
+			if s != nil && s.Stats().NotServing {
+				return false
+			}
+		}
+		return e.Leader() >= 0
+	})
+	if !ok {
+		e.tb.Fatalf("ensemble: not every member serves after 30s")
+	}
+}

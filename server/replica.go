@@ -1,0 +1,498 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/paddock/paddock/server/admin"
+	"github.com/paddock/paddock/server/datatree"
+	"github.com/paddock/paddock/server/quorum"
+	"github.com/paddock/paddock/server/txn"
+	"github.com/paddock/paddock/server/wire"
+)
+
+// errNotServing fails the proposals of a member that lost its leader: their clients'
+// connections are closed, and they retry on another member.
+var errNotServing = errors.New("server: not serving: no leader")
+
+// replica is a server's membership of a replicated ensemble (docs/ensemble.md): its
+// Raft member and what the server keeps about its own proposals. The member's log is
+// Raft's, and its tree is rebuilt from Raft's snapshot and log at every start.
+//
+// Writes: proposeLoop takes the proposals of this member's clients in batches and
+// submits each batch as one Raft entry; the Ready loop applies committed entries
+// (apply) in log order on every member, giving each txn its zxid there, and answers
+// the clients of the member that proposed it. Reads are answered from the local tree.
+// watchLoop follows the member's Raft state: it serves clients only while a leader is
+// known and this member has caught up with it, closes every client connection when the
+// leader changes (as a ZooKeeper follower does), and reports the sessions its clients
+// kept alive to the leader, which alone expires sessions.
+type replica struct {
+	s       *Server
+	id      uint64
+	members []Member
+	node    *quorum.Node
+	ctx     context.Context // cancelled by Close
+	cancel  context.CancelFunc
+
+	mu       sync.Mutex
+	pending  map[uint64][]*proposal // batches this member proposed, by Raft sequence; guarded by mu
+	inflight int                    // txns in pending; guarded by mu
+	room     chan struct{}          // signalled when inflight falls (capacity 1)
+	touched  map[int64]struct{}     // sessions with client traffic since the last report; guarded by mu
+
+	serving atomic.Bool
+	leading atomic.Bool
+	status  atomic.Pointer[quorum.Status] // as watchLoop last saw it
+}
+
+// raftDir is where a member keeps its Raft log and snapshots.
+func (s *Server) raftDir() string {
+	dir := s.cfg.DataLogDir
+	if dir == "" {
+		dir = s.cfg.DataDir
+	}
+	return filepath.Join(dir, "raft")
+}
+
+// startReplica starts this server's Raft member and waits until the state its own log
+// holds is applied. It takes the place of recover for a member of an ensemble.
+func (s *Server) startReplica() error {
+	members, err := s.cfg.Members()
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	if err := s.fs.MkdirAll(s.cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("server: data_dir: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &replica{s: s, id: uint64(s.cfg.ServerID), members: members, ctx: ctx, cancel: cancel,
+		pending: make(map[uint64][]*proposal), room: make(chan struct{}, 1), touched: make(map[int64]struct{})}
+	s.rep = r
+	s.tree = datatree.New()
+	s.tree.SetConfig(r.configData())
+
+	qc := quorum.DefaultConfig()
+	qc.ID = r.id
+	qc.Voters, qc.Learners = map[uint64]string{}, map[uint64]string{}
+	for _, m := range members {
+		if m.Observer {
+			qc.Learners[uint64(m.ID)] = m.PeerAddr
+		} else {
+			qc.Voters[uint64(m.ID)] = m.PeerAddr
+		}
+	}
+	qc.Dir = s.raftDir()
+	qc.Tick = max(s.cfg.ElectionTimeout/10, time.Millisecond)
+	qc.ElectionTicks, qc.HeartbeatTicks = 10, 1
+	qc.Snapshotter = r
+	qc.SnapshotEntries = uint64(s.cfg.SnapCount)
+	qc.KeepEntries = uint64(s.cfg.SnapCount / 2)
+	qc.OnNote = r.onNote
+	node, err := quorum.New(qc, r.apply, s.logger)
+	if err != nil {
+		return fmt.Errorf("server: start ensemble member: %w", err)
+	}
+	r.node = node
+	if err := node.WaitApplied(ctx, node.Status().Commit); err != nil {
+		return fmt.Errorf("server: replay the raft log: %w", err)
+	}
+	s.treeMu.RLock()
+	next := initialSessionID(s.cfg.ServerID, time.Now())
+	for _, sess := range s.tree.Sessions() {
+		if sess.ID>>56 == s.cfg.ServerID {
+			next = max(next, sess.ID)
+		}
+	}
+	s.treeMu.RUnlock()
+	s.nextSessionID.Store(next)
+	s.logger.Info("ensemble member started", "id", r.id, "members", len(members),
+		"zxid", hexID(s.lastApplied.Load()), "raft_index", node.Status().Applied)
+	return nil
+}
+
+// configData is /zookeeper/config of the ensemble, as ZooKeeper writes a static one.
+func (r *replica) configData() []byte {
+	var b strings.Builder
+	for _, m := range r.members {
+		fmt.Fprintf(&b, "server.%d=%s\n", m.ID, m)
+	}
+	b.WriteString("version=0")
+	return []byte(b.String())
+}
+
+// close stops the member; the server's goroutines have ended.
+func (r *replica) close() error {
+	r.cancel()
+	if r.node == nil {
+		return nil
+	}
+	return r.node.Close()
+}
+
+// nextZxid gives the txn after last in Raft term term its zxid: the term is the epoch
+// (the high 32 bits) and the counter restarts at 1 with each term. Should a term ever
+// hold 2³² txns, the counter runs into the epoch bits rather than go back: zxids only
+// grow.
+func nextZxid(last int64, term uint64) int64 {
+	if z := int64(term)<<32 | 1; z > last {
+		return z
+	}
+	return last + 1
+}
+
+// Entry layout: a uvarint count, then each txn as a uvarint length and txn.Encode's bytes.
+
+func encodeBatch(dst []byte, enc *wire.Encoder, batch []*proposal) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(batch)))
+	for _, p := range batch {
+		enc.Reset()
+		p.txn.Encode(enc)
+		dst = binary.AppendUvarint(dst, uint64(enc.Len()))
+		dst = append(dst, enc.Bytes()...)
+	}
+	return dst
+}
+
+func decodeBatch(data []byte) ([]*proposal, error) {
+	n, k := binary.Uvarint(data)
+	if k <= 0 || n > uint64(len(data)) {
+		return nil, errors.New("bad txn count")
+	}
+	data = data[k:]
+	out := make([]*proposal, 0, n)
+	for range n {
+		size, k := binary.Uvarint(data)
+		if k <= 0 || size > uint64(len(data)-k) {
+			return nil, errors.New("txn length past the entry's end")
+		}
+		x, err := txn.Decode(data[k : k+int(size)])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &proposal{txn: x})
+		data = data[k+int(size):]
+	}
+	if len(data) != 0 {
+		return nil, fmt.Errorf("%d bytes after the last txn", len(data))
+	}
+	return out, nil
+}
+
+// apply is the member's ApplyFunc, on the Ready loop: every txn of a committed entry,
+// in order, with the next zxid. An entry this member proposed is applied from the
+// proposals it kept, so that their clients are answered; any other is decoded.
+func (r *replica) apply(e *quorum.Entry) {
+	s := r.s
+	var batch []*proposal
+	if e.From == r.id {
+		batch = r.take(e.Seq)
+	}
+	if batch == nil {
+		var err error
+		if batch, err = decodeBatch(e.Data); err != nil {
+			s.fatal(fmt.Errorf("raft entry %d: %w", e.Index, err))
+			return
+		}
+	}
+	for _, p := range batch {
+		s.lastZxid = nextZxid(s.lastZxid, e.Term)
+		p.txn.Zxid = s.lastZxid
+		s.apply(p)
+	}
+}
+
+// take removes and returns the batch this member proposed under seq, if it still waits.
+func (r *replica) take(seq uint64) []*proposal {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b, ok := r.pending[seq]
+	if !ok {
+		return nil
+	}
+	delete(r.pending, seq)
+	r.inflight -= len(b)
+	select {
+	case r.room <- struct{}{}:
+	default:
+	}
+	return b
+}
+
+// proposeLoop submits this member's proposals to Raft, a batch per entry, keeping at
+// most MaxOutstanding txns in flight.
+func (r *replica) proposeLoop() {
+	s := r.s
+	var enc wire.Encoder
+	var buf []byte
+	for {
+		batch := s.nextBatch()
+		if batch == nil || !r.waitRoom() {
+			return
+		}
+		if !r.serving.Load() {
+			r.fail(batch)
+			continue
+		}
+		now := time.Now().UnixMilli()
+		for _, p := range batch {
+			p.txn.Time = now
+		}
+		buf = encodeBatch(buf[:0], &enc, batch)
+		seq := r.node.NextSeq()
+		r.mu.Lock()
+		r.pending[seq] = batch
+		r.inflight += len(batch)
+		r.mu.Unlock()
+		if err := r.node.Submit(r.ctx, seq, buf); err != nil {
+			s.logger.Debug("proposal not taken", "err", err)
+			if b := r.take(seq); b != nil {
+				r.fail(b)
+			}
+		}
+	}
+}
+
+// waitRoom waits until fewer than MaxOutstanding txns are in flight; false if the
+// server is stopping.
+func (r *replica) waitRoom() bool {
+	for {
+		r.mu.Lock()
+		ok := r.inflight < r.s.cfg.MaxOutstanding
+		r.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-r.room:
+		case <-r.s.stopping:
+			return false
+		}
+	}
+}
+
+// fail gives up on proposals: their clients are disconnected (they see connection
+// loss, reconnect elsewhere and find out what happened), the handshakes waiting for a
+// new session are refused.
+func (r *replica) fail(batch []*proposal) {
+	for _, p := range batch {
+		if p.done != nil {
+			p.done <- txn.Result{Err: errNotServing}
+		}
+		if p.conn != nil {
+			p.conn.close()
+		}
+	}
+}
+
+// failPending gives up on every proposal still waiting.
+func (r *replica) failPending() {
+	r.mu.Lock()
+	var all [][]*proposal
+	for seq, b := range r.pending {
+		all = append(all, b)
+		delete(r.pending, seq)
+	}
+	r.inflight = 0
+	r.mu.Unlock()
+	for _, b := range all {
+		r.fail(b)
+	}
+}
+
+// watchLoop follows the member's Raft state every tenth of the election timeout.
+func (r *replica) watchLoop() {
+	s := r.s
+	ticker := time.NewTicker(max(s.cfg.ElectionTimeout/10, time.Millisecond))
+	defer ticker.Stop()
+	var last quorum.Status
+	var reported time.Time
+	for {
+		select {
+		case <-s.stopping:
+			return
+		case <-r.node.Done():
+			s.fatal(fmt.Errorf("raft: %w", r.node.Err()))
+			return
+		case <-ticker.C:
+		}
+		st := r.node.Status()
+		r.status.Store(&st)
+		if st.Leader != last.Leader || st.Term != last.Term {
+			r.leaderChanged(st)
+		}
+		r.leading.Store(st.Role == quorum.RoleLeader)
+		if st.Leader != 0 && !r.serving.Load() {
+			r.catchUp()
+		}
+		if now := time.Now(); st.Role != quorum.RoleLeader && st.Leader != 0 && now.Sub(reported) >= s.cfg.TickTime/2 {
+			r.report(st.Leader)
+			reported = now
+		}
+		last = st
+	}
+}
+
+// leaderChanged stops serving until the member has caught up with its new leader, if
+// any: every client connection is closed, so that clients reconnect (to this member
+// or another) and see a state at least as new as the last they saw. A new leader takes
+// over session expiry, giving every session a full timeout from now.
+func (r *replica) leaderChanged(st quorum.Status) {
+	s := r.s
+	s.logger.Info("leader changed", "leader", st.Leader, "term", st.Term, "role", st.Role.String())
+	if r.serving.Swap(false) {
+		s.logger.Info("not serving clients until caught up with a leader")
+	}
+	r.failPending()
+	for _, c := range s.connList() {
+		c.close()
+	}
+	if st.Role == quorum.RoleLeader {
+		now := time.Now()
+		s.treeMu.RLock()
+		for _, sess := range s.tree.Sessions() {
+			s.sessions.Add(sess.ID, time.Duration(sess.Timeout)*time.Millisecond, now)
+		}
+		s.treeMu.RUnlock()
+	}
+}
+
+// catchUp starts serving once the member has applied everything its leader had
+// committed (a ReadIndex round).
+func (r *replica) catchUp() {
+	ctx, cancel := context.WithTimeout(r.ctx, r.s.cfg.ElectionTimeout)
+	defer cancel()
+	if _, err := r.node.ReadIndex(ctx); err != nil {
+		return
+	}
+	r.serving.Store(true)
+	r.s.logger.Info("serving clients", "zxid", hexID(r.s.lastApplied.Load()))
+}
+
+// touch notes client traffic on session id, for the next report to the leader.
+func (r *replica) touch(id int64) {
+	r.mu.Lock()
+	r.touched[id] = struct{}{}
+	r.mu.Unlock()
+}
+
+// report sends the leader the sessions this member's clients kept alive since the
+// last report (ZooKeeper's followers do so in their pings to the leader).
+func (r *replica) report(leader uint64) {
+	r.mu.Lock()
+	if len(r.touched) == 0 {
+		r.mu.Unlock()
+		return
+	}
+	buf := make([]byte, 0, 8*len(r.touched))
+	for id := range r.touched {
+		buf = binary.BigEndian.AppendUint64(buf, uint64(id))
+	}
+	clear(r.touched)
+	r.mu.Unlock()
+	r.node.SendNote(leader, buf)
+}
+
+// onNote receives another member's report of its sessions' traffic.
+func (r *replica) onNote(from uint64, data []byte) {
+	if !r.leading.Load() || len(data)%8 != 0 {
+		return
+	}
+	now := time.Now()
+	for ; len(data) > 0; data = data[8:] {
+		r.s.sessions.Touch(int64(binary.BigEndian.Uint64(data)), now)
+	}
+}
+
+// Snapshot implements quorum.Snapshotter: the tree in the snapshot file's records,
+// each behind its uvarint length. It runs on the Ready loop, the tree's only writer.
+func (r *replica) Snapshot() ([]byte, error) {
+	s := r.s
+	s.treeMu.Lock()
+	snap := s.tree.Snapshot()
+	s.treeMu.Unlock()
+	var buf bytes.Buffer
+	err := snap.Records(func(p []byte) error {
+		buf.Write(binary.AppendUvarint(nil, uint64(len(p))))
+		buf.Write(p)
+		return nil
+	})
+	return buf.Bytes(), err
+}
+
+// Restore implements quorum.Snapshotter: the tree becomes the snapshot's, the session
+// table its sessions', and every client is disconnected, since their watches and
+// views belong to the state left behind.
+func (r *replica) Restore(data []byte, index, term uint64) error {
+	s := r.s
+	l := datatree.NewLoader()
+	for len(data) > 0 {
+		n, k := binary.Uvarint(data)
+		if k <= 0 || n > uint64(len(data)-k) {
+			l.Abort()
+			return fmt.Errorf("snapshot at raft index %d: record length past its end", index)
+		}
+		if err := l.Add(data[k : k+int(n)]); err != nil {
+			l.Abort()
+			return fmt.Errorf("snapshot at raft index %d: %w", index, err)
+		}
+		data = data[k+int(n):]
+	}
+	t, err := l.Tree()
+	if err != nil {
+		return fmt.Errorf("snapshot at raft index %d: %w", index, err)
+	}
+	t.SetConfig(r.configData())
+	timeouts := make(map[int64]time.Duration)
+	for _, sess := range t.Sessions() {
+		timeouts[sess.ID] = time.Duration(sess.Timeout) * time.Millisecond
+	}
+	s.treeMu.Lock()
+	s.tree = t
+	s.lastZxid = t.LastZxid()
+	s.lastApplied.Store(s.lastZxid)
+	s.sessions.Replace(timeouts, time.Now())
+	s.treeMu.Unlock()
+	for _, c := range s.connList() {
+		c.close()
+	}
+	s.logger.Info("state loaded from a snapshot", "raft_index", index, "term", term,
+		"zxid", hexID(t.LastZxid()), "nodes", t.NodeCount()-1)
+	return nil
+}
+
+// mode names the member's part as ZooKeeper's srvr does.
+func (r *replica) mode() string {
+	switch st := r.status.Load(); {
+	case st != nil && st.Role == quorum.RoleLeader:
+		return admin.ModeLeader
+	case st != nil && st.Role == quorum.RoleLearner:
+		return admin.ModeObserver
+	}
+	return admin.ModeFollower
+}
+
+// fillStats adds the member's part to the admin figures.
+func (r *replica) fillStats(st *admin.Stats) {
+	st.Mode = r.mode()
+	st.NotServing = !r.serving.Load()
+	q := &admin.QuorumStats{}
+	for _, m := range r.members {
+		if !m.Observer {
+			q.Size++
+		}
+	}
+	if rs := r.status.Load(); rs != nil && rs.Role == quorum.RoleLeader {
+		q.Followers, q.SyncedFollowers = rs.Followers, rs.SyncedFollowers
+		q.Observers, q.SyncedObservers = rs.Learners, rs.SyncedLearners
+	}
+	st.Quorum = q
+}
