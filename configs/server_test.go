@@ -18,7 +18,7 @@ func TestServerKeys(t *testing.T) {
 		"max_outstanding", "super_digest", "extended_types", "skip_acl",
 		"container_check_interval", "container_max_per_minute", "four_letter_words",
 		"admin_addr", "snap_count", "snap_retain_count", "purge_interval", "prealloc_size", "profile_contention", "procs", "force_sync",
-		"ensemble", "election_timeout"}
+		"ensemble", "election_timeout", "reconfig_enabled", "join"}
 	if got := serverSection.keys(); !slices.Equal(got, want) {
 		t.Errorf("server keys =\n%q\nwant\n%q", got, want)
 	}

@@ -117,8 +117,9 @@ func TestZooCfg(t *testing.T) {
 			want: func(c *server.Config) {
 				c.AdminAddr, c.TickTime, c.ClientAddr = "", 500*time.Millisecond, ":12000"
 				c.FourLetterWords = []string{"*"}
+				c.ReconfigEnabled = true
 			},
-			warned: []string{"initLimit", "syncLimit", "reconfigEnabled"},
+			warned: []string{"initLimit", "syncLimit"},
 		},
 		{
 			name: "every mapped key",
@@ -578,7 +579,7 @@ func TestZooCfgEnsemble(t *testing.T) {
 			myid:    "1",
 			ensemble: []string{"1=zk1:2888:3888;2181", "2=zk2:2888:3888;2181", "3=zk3:2888:3888;2181",
 				"4=zk4:2888:3888:observer;2181"},
-			id: 1, client: ":2181", warned: []string{"reconfigEnabled", "standaloneEnabled"},
+			id: 1, client: ":2181", warned: []string{"standaloneEnabled"},
 		},
 		{
 			name:     "dynamicConfigFile with weights",

@@ -43,6 +43,7 @@ var zooMapped = map[string]func(string) (any, error){
 	"skipACL":              oneOf("yes", "no"),
 	"extendedTypesEnabled": javaBool,
 	"jute.maxbuffer":       javaDecode,
+	"reconfigEnabled":      javaBool,
 
 	"DigestAuthenticationProvider.superDigest": nonEmpty("want user:<base64 SHA-1 digest>"),
 	"znode.container.checkIntervalMs":          positiveMillis(javaDecode),
@@ -68,6 +69,7 @@ var zooDirect = []struct{ zk, key string }{
 	{"forceSync", "force_sync"},
 	{"skipACL", "skip_acl"},
 	{"extendedTypesEnabled", "extended_types"},
+	{"reconfigEnabled", "reconfig_enabled"},
 	{"jute.maxbuffer", "max_buffer"},
 	{"DigestAuthenticationProvider.superDigest", "super_digest"},
 	{"znode.container.checkIntervalMs", "container_check_interval"},
@@ -85,7 +87,7 @@ const (
 	whyRaftTiming = "Raft's election timeout (server.election_timeout, default 1s) does this job in paddock's ensembles"
 	whyElection   = "paddock elects leaders with Raft"
 	whyZab        = "a setting of ZooKeeper's Zab ensembles with no equivalent in paddock's Raft ones"
-	whyReconfig   = "paddock has no dynamic reconfiguration: membership changes by rolling restart (docs/ensemble.md)"
+	whyReconfig   = "paddock keeps a reconfigured ensemble in its Raft log, not in a dynamic config file (docs/ensemble.md)"
 	whyQuorum     = "paddock's quorum is a majority of the participants (Raft): no groups, weights or oracle"
 	whyPeerTLS    = "the member transport has no TLS yet"
 	whyPeerAuth   = "the member transport has no authentication (SASL) yet"
@@ -107,7 +109,6 @@ var zooIgnored = map[string]struct {
 	"quorumCnxnTimeoutMs":             {whyElection, nil},
 	"quorumListenOnAllIPs":            {"members listen on the peer address of their server.N line", javaBool},
 	"standaloneEnabled":               {"paddock runs one server.N line standalone and two or more as an ensemble, whatever this says", javaBool},
-	"reconfigEnabled":                 {whyReconfig, javaBool},
 	"version":                         {whyReconfig, nil},
 	"observerMasterPort":              {"paddock's observers are Raft learners, which the leader replicates to over the peer address", javaInt},
 	"syncEnabled":                     {whyZab, javaBool},

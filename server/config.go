@@ -94,6 +94,13 @@ type Config struct {
 	// it stands for election (Raft's election timeout). The leader sends heartbeats ten
 	// times as often.
 	ElectionTimeout time.Duration
+	// ReconfigEnabled lets a super user (or anyone, with SkipACL) change the ensemble's
+	// membership with the reconfig request (reconfigEnabled).
+	ReconfigEnabled bool
+	// Join makes a new member, on its first start with an empty data directory, wait
+	// to be added to a running ensemble by a reconfig, instead of starting a new
+	// ensemble of the members listed in Ensemble.
+	Join bool
 }
 
 // DefaultConfig returns the embedded default: standalone, data under ./data, port 2181.

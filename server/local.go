@@ -53,6 +53,9 @@ func (c *conn) read(r *request) (wire.Record, error) {
 		return &wire.SASLRequest{}, nil
 	case wire.OpSync:
 		return &wire.PathRecord{Path: r.rec.(*wire.PathRecord).Path}, nil
+	case wire.OpReconfig:
+		n := s.tree.Get(datatree.ConfigPath)
+		return &wire.GetDataResponse{Data: n.Data, Stat: n.Stat()}, nil
 	case wire.OpExists:
 		req := r.rec.(*wire.PathWatchRequest)
 		if strings.IndexByte(req.Path, 0) >= 0 {

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,7 +40,6 @@ var errNotServing = errors.New("server: not serving: no leader")
 type replica struct {
 	s       *Server
 	id      uint64
-	members []Member
 	node    *quorum.Node
 	ctx     context.Context // cancelled by Close
 	cancel  context.CancelFunc
@@ -48,8 +49,10 @@ type replica struct {
 	inflight int                    // txns in pending; guarded by mu
 	room     chan struct{}          // signalled when inflight falls (capacity 1)
 	touched  map[int64]struct{}     // sessions with client traffic since the last report; guarded by mu
+	members  []Member               // the ensemble, by id; guarded by mu; changed by reconfigs
 
 	serving atomic.Bool
+	removed atomic.Bool // a reconfig took this member out of the ensemble
 	leading atomic.Bool
 	status  atomic.Pointer[quorum.Status] // as watchLoop last saw it
 }
@@ -78,7 +81,7 @@ func (s *Server) startReplica() error {
 		pending: make(map[uint64][]*proposal), room: make(chan struct{}, 1), touched: make(map[int64]struct{})}
 	s.rep = r
 	s.tree = datatree.New()
-	s.tree.SetConfig(r.configData())
+	s.tree.SetConfig(configData(members, 0))
 
 	qc := quorum.DefaultConfig()
 	qc.ID = r.id
@@ -97,6 +100,8 @@ func (s *Server) startReplica() error {
 	qc.SnapshotEntries = uint64(s.cfg.SnapCount)
 	qc.KeepEntries = uint64(s.cfg.SnapCount / 2)
 	qc.OnNote = r.onNote
+	qc.OnConfChange = r.confChanged
+	qc.Join = s.cfg.Join
 	node, err := quorum.New(qc, r.apply, s.logger)
 	if err != nil {
 		return fmt.Errorf("server: start ensemble member: %w", err)
@@ -119,14 +124,85 @@ func (s *Server) startReplica() error {
 	return nil
 }
 
-// configData is /zookeeper/config of the ensemble, as ZooKeeper writes a static one.
-func (r *replica) configData() []byte {
+// configData is /zookeeper/config of an ensemble as ZooKeeper writes it: the server
+// lines, then the version, the zxid of the reconfig that made it (0: the static
+// configuration), in hex.
+func configData(members []Member, version int64) []byte {
 	var b strings.Builder
-	for _, m := range r.members {
+	b.Write(serverLines(members))
+	fmt.Fprintf(&b, "version=%x", version)
+	return []byte(b.String())
+}
+
+func serverLines(members []Member) []byte {
+	var b strings.Builder
+	for _, m := range members {
 		fmt.Fprintf(&b, "server.%d=%s\n", m.ID, m)
 	}
-	b.WriteString("version=0")
 	return []byte(b.String())
+}
+
+// parseServerLines reads the server.N lines of configData (other lines are skipped).
+func parseServerLines(data []byte) ([]Member, error) {
+	var out []Member
+	for line := range strings.SplitSeq(string(data), "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "server.")
+		if !ok {
+			continue
+		}
+		m, err := ParseMember(rest)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", line, err)
+		}
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b Member) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// membersNow returns the ensemble as this member knows it now.
+func (r *replica) membersNow() []Member {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.members)
+}
+
+// setMembers makes ms the ensemble: the members messages go to, and what srvr and
+// mntr count. A member left out of it stops serving for good.
+func (r *replica) setMembers(ms []Member) {
+	r.mu.Lock()
+	r.members = ms
+	r.mu.Unlock()
+	peers := make(map[uint64]string)
+	in := false
+	for _, m := range ms {
+		if uint64(m.ID) == r.id {
+			in = true
+		} else {
+			peers[uint64(m.ID)] = m.PeerAddr
+		}
+	}
+	if r.node != nil {
+		r.node.SetPeers(peers)
+	}
+	switch {
+	case in && r.removed.Swap(false):
+		r.s.logger.Info("this server is a member of the ensemble again")
+	case !in && !r.removed.Swap(true):
+		r.s.logger.Warn("this server was removed from the ensemble: it serves no clients any more; stop it")
+		r.serving.Store(false)
+		for _, c := range r.s.connList() {
+			c.close()
+		}
+		if r.leading.Load() {
+			for _, m := range ms {
+				if !m.Observer {
+					r.node.TransferLeadership(uint64(m.ID))
+					break
+				}
+			}
+		}
+	}
 }
 
 // close stops the member; the server's goroutines have ended.
@@ -330,7 +406,7 @@ func (r *replica) watchLoop() {
 			r.leaderChanged(st)
 		}
 		r.leading.Store(st.Role == quorum.RoleLeader)
-		if st.Leader != 0 && !r.serving.Load() {
+		if st.Leader != 0 && !r.serving.Load() && !r.removed.Load() {
 			r.catchUp()
 		}
 		if now := time.Now(); st.Role != quorum.RoleLeader && st.Leader != 0 && now.Sub(reported) >= s.cfg.TickTime/2 {
@@ -450,7 +526,11 @@ func (r *replica) Restore(data []byte, index, term uint64) error {
 	if err != nil {
 		return fmt.Errorf("snapshot at raft index %d: %w", index, err)
 	}
-	t.SetConfig(r.configData())
+	if ms, err := parseServerLines(t.Get(datatree.ConfigPath).Data); err == nil && len(ms) > 0 {
+		r.setMembers(ms)
+	} else {
+		t.SetConfig(configData(r.membersNow(), 0))
+	}
 	timeouts := make(map[int64]time.Duration)
 	for _, sess := range t.Sessions() {
 		timeouts[sess.ID] = time.Duration(sess.Timeout) * time.Millisecond
@@ -485,7 +565,7 @@ func (r *replica) fillStats(st *admin.Stats) {
 	st.Mode = r.mode()
 	st.NotServing = !r.serving.Load()
 	q := &admin.QuorumStats{}
-	for _, m := range r.members {
+	for _, m := range r.membersNow() {
 		if !m.Observer {
 			q.Size++
 		}

@@ -182,3 +182,153 @@ func TestEnsembleLeaderFailover(t *testing.T) {
 		t.Errorf("restarted member: /after exists %v, %v", ok, err)
 	}
 }
+
+// TestEnsembleRollingRestartMovesAMember follows docs/ensemble.md: member 3 moves to
+// a new peer port, every member restarted in turn with the new configuration.
+func TestEnsembleRollingRestartMovesAMember(t *testing.T) {
+	e := testutil.StartEnsemble(t, 3, 0, nil)
+	c, _ := connectTo(t, e.Addrs())
+	if _, err := c.Create("/before", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	port, err := testutil.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := e.Configs[2].Ensemble[2]
+	moved, err := server.ParseMember(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := fmt.Sprintf("3=127.0.0.1:%d:%d;%s", port, port, moved.ClientAddr)
+	for _, i := range []int{0, 1, 2} { // member 3 last
+		e.Stop(i)
+		e.Configs[i].Ensemble = append(e.Configs[i].Ensemble[:2:2], entry)
+		e.Start(i)
+		// Until member 3 restarts, the members restarted before it dial its new
+		// address, where nothing listens yet: a majority serves, not all.
+		testutil.Eventually(t, 20*time.Second, 20*time.Millisecond, func() bool {
+			_, err := c.Create(fmt.Sprintf("/after-%d", i+1), nil, 0, zk.WorldACL(zk.PermAll))
+			return err == nil || err == zk.ErrNodeExists
+		}, "no writes after restarting member %d", i+1)
+	}
+	e.WaitServing()
+	// Member 3 takes part on its new address: with member 1 down, 2 and 3 are the quorum.
+	e.Stop(0)
+	testutil.Eventually(t, 20*time.Second, 20*time.Millisecond, func() bool {
+		_, err := c.Create("/quorum-of-2-and-3", nil, 0, zk.WorldACL(zk.PermAll))
+		return err == nil || err == zk.ErrNodeExists
+	}, "members 2 and 3 take no writes: member 3 is not reachable on its new address")
+}
+
+func TestEnsembleReconfigAddsAndRemovesMembers(t *testing.T) {
+	e := testutil.StartEnsemble(t, 3, 0, func(_ int, c *server.Config) { c.ReconfigEnabled, c.SkipACL = true, true })
+	c, _ := connectTo(t, e.Addrs()[:3])
+	if _, err := c.Create("/before", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	_, cfgStat, err := c.Get("/zookeeper/config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	watch := configWatch(t, c)
+
+	// A fourth member starts empty and waits; the reconfig adds it.
+	four, entry := e.AddMember(false)
+	e.Start(four)
+	if _, err := c.IncrementalReconfig([]string{entry}, nil, 12345); err != zk.ErrBadVersion {
+		t.Errorf("reconfig at a wrong config version: %v, want ErrBadVersion", err)
+	}
+	stat, err := c.IncrementalReconfig([]string{entry}, nil, -1)
+	if err != nil {
+		t.Fatalf("reconfig adding member 4: %v", err)
+	}
+	if stat.Version != cfgStat.Version+1 || stat.Mzxid <= cfgStat.Mzxid {
+		t.Errorf("/zookeeper/config stat after reconfig: version %d mzxid %x; before %d %x", stat.Version, stat.Mzxid,
+			cfgStat.Version, cfgStat.Mzxid)
+	}
+	select {
+	case ev := <-watch:
+		if ev.Type != zk.EventNodeDataChanged {
+			t.Errorf("config watch: %v", ev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("no watch event for /zookeeper/config")
+	}
+	e.WaitServing()
+	joined, _ := connectTo(t, e.Addrs()[four:])
+	if _, err := joined.Sync("/before"); err != nil {
+		t.Fatal(err)
+	}
+	data, _, err := joined.Get("/before")
+	if err != nil || string(data) != "x" {
+		t.Fatalf("member 4 reads /before = %q, %v", data, err)
+	}
+	config, _, _ := joined.Get("/zookeeper/config")
+	if !strings.Contains(string(config), "server.4=") || !strings.Contains(string(config), fmt.Sprintf("version=%x", stat.Mzxid)) {
+		t.Errorf("member 4's /zookeeper/config = %q", config)
+	}
+	if q := e.Server(e.Leader()).Stats().Quorum; q == nil || q.Size != 4 || q.Followers != 3 {
+		t.Errorf("leader's quorum stats %+v, want size 4 and 3 followers", q)
+	}
+
+	// Removing member 1 leaves 2, 3 and 4, which go on without it.
+	if _, err := joined.IncrementalReconfig(nil, []string{"1"}, -1); err != nil {
+		t.Fatalf("reconfig removing member 1: %v", err)
+	}
+	testutil.Eventually(t, 20*time.Second, 20*time.Millisecond, func() bool {
+		return e.Server(0).Stats().NotServing
+	}, "member 1 still serves after its removal")
+	e.Stop(0)
+	e.Stop(1) // of 2, 3 and 4, two are a quorum
+	e.WaitServing()
+	testutil.Eventually(t, 20*time.Second, 20*time.Millisecond, func() bool {
+		_, err := joined.Create("/after", nil, 0, zk.WorldACL(zk.PermAll))
+		return err == nil || err == zk.ErrNodeExists
+	}, "members 3 and 4 take no writes")
+}
+
+// TestEnsembleReconfigReplacesALostMember follows docs/ensemble.md: a member whose
+// disk is lost is removed, comes back empty as a joining member and is added again.
+func TestEnsembleReconfigReplacesALostMember(t *testing.T) {
+	e := testutil.StartEnsemble(t, 3, 0, func(_ int, c *server.Config) {
+		c.ReconfigEnabled, c.SkipACL, c.SnapCount = true, true, 100
+	})
+	leader := e.Leader()
+	c, _ := connectTo(t, e.Addrs()[leader:leader+1])
+	for i := range 300 { // the leader compacts its log past the start
+		if _, err := c.Create(fmt.Sprintf("/n%03d", i), nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lost := (leader + 1) % 3
+	id := fmt.Sprint(lost + 1)
+	e.Stop(lost)
+	if _, err := c.IncrementalReconfig(nil, []string{id}, -1); err != nil {
+		t.Fatalf("reconfig removing member %s: %v", id, err)
+	}
+	entry := "server." + e.Configs[lost].Ensemble[lost]
+	e.Configs[lost].DataDir = t.TempDir()
+	e.Configs[lost].Join = true
+	e.Start(lost)
+	if _, err := c.IncrementalReconfig([]string{entry}, nil, -1); err != nil {
+		t.Fatalf("reconfig adding member %s back: %v", id, err)
+	}
+	e.WaitServing()
+	back, _ := connectTo(t, e.Addrs()[lost:lost+1])
+	if _, err := back.Sync("/"); err != nil {
+		t.Fatal(err)
+	}
+	if children, _, err := back.Children("/"); err != nil || len(children) != 301 {
+		t.Fatalf("member %s after the replacement: %d children, %v; want 301", id, len(children), err)
+	}
+}
+
+func configWatch(t *testing.T, c *zk.Conn) <-chan zk.Event {
+	t.Helper()
+	_, _, ch, err := c.GetW("/zookeeper/config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}

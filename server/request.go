@@ -64,6 +64,13 @@ func (c *conn) dispatch(body []byte) bool {
 	if rep := s.rep; rep != nil && !rep.leading.Load() {
 		c.reportActivity(now, sid)
 	}
+	if h.Op == wire.OpReconfig && r.err == wire.OK {
+		if s.rep == nil || !s.cfg.ReconfigEnabled {
+			r.err = wire.ErrReconfigDisabled
+		} else {
+			return c.reconfigure(r)
+		}
+	}
 	if r.write {
 		return c.proposeWrite(r, sid)
 	}
@@ -95,8 +102,6 @@ func decodeRequest(op wire.Op, d *wire.Decoder) (wire.Record, wire.Code) {
 	switch op {
 	case wire.OpCreateSession:
 		return nil, wire.ErrMarshallingError
-	case wire.OpReconfig:
-		return nil, wire.ErrReconfigDisabled
 	}
 	rec, known := wire.NewRequest(op)
 	if !known {
@@ -202,7 +207,7 @@ func (c *conn) answerReadyLocked() {
 		}
 		c.queue[0] = nil
 		c.queue = c.queue[1:]
-		if r.write && r.op != wire.OpSync {
+		if r.write && r.op != wire.OpSync && r.op != wire.OpReconfig {
 			c.replyWrite(&r.prop, &r.res)
 		} else {
 			c.execLocal(r)

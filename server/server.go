@@ -250,6 +250,9 @@ func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		close(s.stopping)
+		if s.rep != nil {
+			s.rep.cancel() // ends proposals and reads waiting on Raft
+		}
 		if s.ln != nil {
 			s.ln.Close()
 		}

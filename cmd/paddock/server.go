@@ -29,6 +29,7 @@ environment variables (PADDOCK_SERVER_CLIENT_ADDR), then the flags below.`,
 	f.String("client-addr", def.ClientAddr, "`host:port` clients connect to")
 	f.String("data-dir", def.DataDir, "`directory` for snapshots and the write-ahead log")
 	f.String("admin-addr", def.AdminAddr, "`host:port` of the admin HTTP server; empty disables it")
+	f.Bool("join", def.Join, "a new member of a running ensemble: wait for a reconfig to add it (docs/ensemble.md)")
 	return cmd
 }
 

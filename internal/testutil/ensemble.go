@@ -3,6 +3,7 @@ package testutil
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -73,6 +74,34 @@ func StartEnsemble(tb testing.TB, voters, observers int, configure func(i int, c
 	return e
 }
 
+// AddMember configures one more member, id len(Configs)+1, to join the running
+// ensemble (server.Config.Join): its configuration lists the ensemble and itself. It
+// is not started. AddMember returns its index and the "server.N=..." entry a reconfig
+// adds it with.
+func (e *Ensemble) AddMember(observer bool) (int, string) {
+	e.tb.Helper()
+	peer, err1 := FreePort()
+	client, err2 := FreePort()
+	if err1 != nil || err2 != nil {
+		e.tb.Fatalf("ports: %v %v", err1, err2)
+	}
+	role := ""
+	if observer {
+		role = ":observer"
+	}
+	i := len(e.Configs)
+	spec := fmt.Sprintf("%d=127.0.0.1:%d:%d%s;127.0.0.1:%d", i+1, peer, peer, role, client)
+	cfg := e.Configs[0]
+	cfg.DataDir = e.tb.TempDir()
+	cfg.ClientAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(client))
+	cfg.ServerID = int64(i + 1)
+	cfg.Ensemble = append(slices.Clone(cfg.Ensemble), spec)
+	cfg.Join = true
+	e.Configs = append(e.Configs, cfg)
+	e.servers = append(e.servers, nil)
+	return i, "server." + spec
+}
+
 func (e *Ensemble) start(i int) error {
 	s, err := server.New(e.Configs[i], TestLogger())
 	if err != nil {
@@ -125,7 +154,8 @@ func (e *Ensemble) Leader() int {
 	return -1
 }
 
-// WaitServing waits until every running member serves clients and one leads.
+// WaitServing waits until every running member serves clients and one leads. Members
+// removed from the ensemble must be stopped first.
 func (e *Ensemble) WaitServing() {
 	e.tb.Helper()
 	ok := WaitFor(30*time.Second, 20*time.Millisecond, func() bool {

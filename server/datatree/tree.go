@@ -427,9 +427,24 @@ func (t *Tree) Walk(fn func(n *Node)) {
 // configuration file. Its stat does not change, as ZooKeeper's does not for a
 // static configuration.
 func (t *Tree) SetConfig(data []byte) {
+	t.setConfig(data, func(*Node) {})
+}
+
+// ReconfigTo makes data the content of /zookeeper/config as a reconfiguration at
+// zxid does: the node's version, mzxid and mtime change with it.
+func (t *Tree) ReconfigTo(data []byte, zxid, time int64) {
+	t.setConfig(data, func(n *Node) {
+		n.Version++
+		n.Mzxid, n.Mtime = zxid, time
+	})
+	t.SetLastZxid(zxid)
+}
+
+func (t *Tree) setConfig(data []byte, stat func(*Node)) {
 	old := t.Get(ConfigPath)
 	changed := *old
 	changed.Data = data
+	stat(&changed)
 	t.dataSize += int64(len(data) - len(old.Data))
 	t.put(&changed)
 }

@@ -40,6 +40,15 @@ type Config struct {
 	KeepEntries     uint64
 	// SendQueue bounds each peer's outbound queue, in messages.
 	SendQueue int
+	// Join makes a member with an empty log wait to be added by a configuration
+	// change (ProposeConfChange on a member of the running ensemble) instead of
+	// writing the initial membership: a new member of an existing ensemble.
+	Join bool
+	// OnConfChange, if set, is called on the Ready loop for every configuration change
+	// applied, in log order with ApplyFunc's entries: the change's context as given to
+	// ProposeConfChange (nil for the initial membership and for Raft's own entries)
+	// and the membership after it.
+	OnConfChange func(c *ConfEntry)
 	// OnNote, if set, receives the notes other members send with SendNote, on a
 	// connection's read goroutine: it must not block.
 	OnNote func(from uint64, data []byte)
@@ -90,7 +99,7 @@ func (c *Config) Validate() error {
 	}
 	_, voter := c.Voters[c.ID]
 	_, learner := c.Learners[c.ID]
-	if !voter && !learner {
+	if !voter && !learner && !c.Join {
 		return fmt.Errorf("quorum: id %d: not among voters or learners", c.ID)
 	}
 	return nil

@@ -38,6 +38,13 @@ type Entry struct {
 	Data []byte
 }
 
+// ConfEntry is an applied configuration change as OnConfChange receives it.
+type ConfEntry struct {
+	Index, Term uint64
+	Context     []byte // the caller's context; must not be retained
+	State       *raftpb.ConfState
+}
+
 // ApplyFunc receives the committed entries, in log order, each exactly once per
 // state machine (entries at or below Config.Applied are skipped). It runs on the Ready
 // loop: it must not block on the Node.
@@ -89,6 +96,7 @@ type Node struct {
 
 	seq     atomic.Uint64 // last proposal / read request number; starts at the clock
 	applied atomic.Uint64 // written by the Ready loop only
+	leader  atomic.Uint64 // the leader as of the last Ready's SoftState; 0: none known
 
 	mu        sync.Mutex             // guards the fields below
 	waiters   map[uint64]chan uint64 // proposal seq → applied index
@@ -178,7 +186,7 @@ func bootstrap(cfg Config, st Storage) error {
 	if err != nil {
 		return fmt.Errorf("quorum: read storage: %w", err)
 	}
-	if last > 0 {
+	if last > 0 || cfg.Join {
 		return nil
 	}
 	var ents []*raftpb.Entry
@@ -261,6 +269,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		rd.SoftState == nil && n.leading
 	if rd.SoftState != nil {
 		n.leading = rd.SoftState.RaftState == raft.StateLeader
+		n.leader.Store(rd.SoftState.Lead)
 	}
 	if leading {
 		n.transport.Send(rd.Messages)
@@ -301,13 +310,13 @@ func (n *Node) applyEntry(e *raftpb.Entry) error {
 		if err := proto.Unmarshal(e.GetData(), cc); err != nil {
 			return fmt.Errorf("quorum: decode conf change at %d: %w", idx, err)
 		}
-		n.confChanged(n.rn.ApplyConfChange(cc))
+		n.confChanged(e, n.rn.ApplyConfChange(cc), nil)
 	case raftpb.EntryConfChangeV2:
 		cc := new(raftpb.ConfChangeV2)
 		if err := proto.Unmarshal(e.GetData(), cc); err != nil {
 			return fmt.Errorf("quorum: decode conf change at %d: %w", idx, err)
 		}
-		n.confChanged(n.rn.ApplyConfChange(cc))
+		n.confChanged(e, n.rn.ApplyConfChange(cc), cc.GetContext())
 	case raftpb.EntryNormal:
 		data := e.GetData()
 		if len(data) == 0 {
@@ -326,8 +335,22 @@ func (n *Node) applyEntry(e *raftpb.Entry) error {
 	return nil
 }
 
-// confChanged records which members are learners after a conf change.
-func (n *Node) confChanged(cs *raftpb.ConfState) {
+// confChanged tells the caller of an applied conf change and answers its proposer.
+// A context of ProposeConfChange starts with the proposal header.
+func (n *Node) confChanged(e *raftpb.Entry, cs *raftpb.ConfState, context []byte) {
+	n.setConfState(cs)
+	var caller []byte
+	if len(context) >= proposalHeader {
+		caller = context[proposalHeader:]
+		defer n.proposalDone(context, e.GetIndex())
+	}
+	if n.cfg.OnConfChange != nil && e.GetIndex() > n.cfg.Applied {
+		n.cfg.OnConfChange(&ConfEntry{Index: e.GetIndex(), Term: e.GetTerm(), Context: caller, State: cs})
+	}
+}
+
+// setConfState records the membership and which members are learners.
+func (n *Node) setConfState(cs *raftpb.ConfState) {
 	n.confState = cs
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -439,10 +462,74 @@ func (n *Node) propose(ctx context.Context, seq uint64, data []byte) error {
 	binary.BigEndian.PutUint64(buf, n.id)
 	binary.BigEndian.PutUint64(buf[8:], seq)
 	copy(buf[proposalHeader:], data)
-	if err := n.rn.Propose(ctx, buf); err != nil {
+	return n.step(ctx, &raftpb.Entry{Type: raftpb.EntryNormal.Enum(), Data: buf})
+}
+
+// step hands a proposal to the leader. The leader steps it into its own Raft; any
+// other member sends it to the leader itself, as a MsgProp on the connection its Raft
+// messages take, rather than through its Raft: that way a follower's proposal does
+// not wait for the follower's next fsync, and a member that was removed and added
+// again can propose (etcd's raft.Node stops taking proposals from a member removed
+// from the configuration until it sees a new leader). Without a known leader the
+// proposal is dropped at once (raft.ErrProposalDropped).
+func (n *Node) step(ctx context.Context, e *raftpb.Entry) error {
+	var err error
+	switch leader := n.leader.Load(); leader {
+	case 0:
+		err = raft.ErrProposalDropped
+	case n.id:
+		err = n.rn.Step(ctx, &raftpb.Message{Type: raftpb.MsgProp.Enum(), From: new(n.id), Entries: []*raftpb.Entry{e}})
+	default:
+		n.transport.Send([]*raftpb.Message{{Type: raftpb.MsgProp.Enum(), From: new(n.id), To: new(leader),
+			Entries: []*raftpb.Entry{e}}})
+	}
+	if err != nil {
 		return fmt.Errorf("quorum: propose: %w", err)
 	}
 	return nil
+}
+
+// ProposeConfChange proposes a membership change and returns its log index once it
+// is applied on this member. context travels with it to every member's
+// OnConfChange. A change with several steps is made through joint consensus, left
+// automatically. Raft takes one change at a time: while another is still being
+// applied, the proposal is dropped and this waits until ctx ends.
+func (n *Node) ProposeConfChange(ctx context.Context, changes []*raftpb.ConfChangeSingle, context []byte) (uint64, error) {
+	seq := n.seq.Add(1)
+	buf := make([]byte, proposalHeader+len(context))
+	binary.BigEndian.PutUint64(buf, n.id)
+	binary.BigEndian.PutUint64(buf[8:], seq)
+	copy(buf[proposalHeader:], context)
+	w := make(chan uint64, 1)
+	if err := n.register(n.waiters, seq, w); err != nil {
+		return 0, err
+	}
+	defer n.unregister(n.waiters, seq)
+	data, err := proto.Marshal(&raftpb.ConfChangeV2{Changes: changes, Context: buf})
+	if err != nil {
+		return 0, fmt.Errorf("quorum: propose conf change: %w", err)
+	}
+	if err := n.step(ctx, &raftpb.Entry{Type: raftpb.EntryConfChangeV2.Enum(), Data: data}); err != nil {
+		return 0, err
+	}
+	select {
+	case idx := <-w:
+		return idx, nil
+	case <-ctx.Done():
+		return 0, fmt.Errorf("quorum: propose conf change: %w", ctx.Err())
+	case <-n.done:
+		return 0, n.closedErr()
+	}
+}
+
+// SetPeers changes the addresses messages go to (id → address, this member left
+// out), after a membership change.
+func (n *Node) SetPeers(peers map[uint64]string) { n.transport.SetPeers(peers) }
+
+// TransferLeadership asks the leader to hand over to member to (a voter that is up
+// to date); it returns at once, and Status tells when it happened.
+func (n *Node) TransferLeadership(to uint64) {
+	n.rn.TransferLeadership(context.Background(), n.Status().Leader, to)
 }
 
 // ID is this member's id.
@@ -635,7 +722,7 @@ func (n *Node) restore(snap *raftpb.Snapshot) error {
 		n.logger.Info("restored snapshot", "index", idx, "term", md.GetTerm())
 	}
 	n.snapIndex = idx
-	n.confChanged(md.GetConfState())
+	n.setConfState(md.GetConfState())
 	n.setApplied(idx)
 	return nil
 }

@@ -33,19 +33,24 @@ const (
 // its peer address; to each other member it keeps one outbound connection, fed by a
 // bounded queue. A frame is a uint32 big-endian length, a kind byte and the body:
 // frameRaft, a marshalled raftpb.Message; frameNote, the sender's id (uint64
-// big-endian) and a note's bytes. Messages are fire-and-forget: when a peer's queue is full or its
-// connection fails the message is dropped and the peer reported unreachable, and
-// Raft retransmits. Send is safe for concurrent use; Close is idempotent.
+// big-endian) and a note's bytes. Messages are fire-and-forget: when a peer's queue
+// is full or its connection fails the message is dropped and the peer reported
+// unreachable, and Raft retransmits. Send is safe for concurrent use; Close is
+// idempotent.
 type Transport struct {
 	ln          net.Listener
 	recv        func(*raftpb.Message) // called from a connection's read loop
 	onNote      func(from uint64, data []byte)
-	self        uint64           // this member's id, the sender of its notes
-	unreachable func(id uint64)  // called when a message to id was lost
-	peers       map[uint64]*peer // fixed at New
+	self        uint64          // this member's id, the sender of its notes
+	unreachable func(id uint64) // called when a message to id was lost
 	logger      *slog.Logger
-	stop        chan struct{}  // closed by Close
-	wg          sync.WaitGroup // every goroutine of the transport
+	queueLen    int
+
+	peersMu sync.RWMutex
+	peers   map[uint64]*peer // guarded by peersMu; changed by SetPeers
+
+	stop chan struct{}  // closed by Close
+	wg   sync.WaitGroup // every goroutine of the transport
 
 	mu      sync.Mutex            // guards inbound and closed
 	inbound map[net.Conn]struct{} // accepted connections, closed by Close
@@ -56,7 +61,8 @@ type Transport struct {
 type peer struct {
 	id    uint64
 	addr  string
-	queue chan []byte // marshalled messages waiting for writeLoop
+	queue chan []byte   // marshalled messages waiting for writeLoop
+	gone  chan struct{} // closed when SetPeers removes the peer
 
 	mu   sync.Mutex // guards conn
 	conn net.Conn   // the current connection, closed by Close to unblock writeLoop
@@ -74,13 +80,54 @@ func NewTransport(ln net.Listener, self uint64, peers map[uint64]string, queueLe
 		peers: make(map[uint64]*peer), stop: make(chan struct{}),
 		inbound: make(map[net.Conn]struct{}),
 	}
+	t.queueLen = queueLen
+	t.SetPeers(peers)
+	t.goroutine(t.acceptLoop)
+	return t
+}
+
+// SetPeers makes peers (id → address, without this member) the members messages go
+// to: new ones get a connection, removed ones lose theirs, and a changed address
+// is dialled from then on.
+func (t *Transport) SetPeers(peers map[uint64]string) {
+	t.mu.Lock() // held throughout: Close must not wait for goroutines while one is added
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	t.peersMu.Lock()
+	defer t.peersMu.Unlock()
+	for id, p := range t.peers {
+		if addr, ok := peers[id]; !ok || addr != p.addr {
+			close(p.gone)
+			p.closeConn()
+			delete(t.peers, id)
+		}
+	}
 	for id, addr := range peers {
-		p := &peer{id: id, addr: addr, queue: make(chan []byte, queueLen)}
+		if _, ok := t.peers[id]; ok || id == t.self {
+			continue
+		}
+		p := &peer{id: id, addr: addr, queue: make(chan []byte, t.queueLen), gone: make(chan struct{})}
 		t.peers[id] = p
 		t.goroutine(func() { t.writeLoop(p) })
 	}
-	t.goroutine(t.acceptLoop)
-	return t
+}
+
+// peer returns the peer with id, if there is one.
+func (t *Transport) peer(id uint64) (*peer, bool) {
+	t.peersMu.RLock()
+	defer t.peersMu.RUnlock()
+	p, ok := t.peers[id]
+	return p, ok
+}
+
+func (p *peer) closeConn() {
+	p.mu.Lock()
+	if p.conn != nil {
+		p.conn.Close()
+	}
+	p.mu.Unlock()
 }
 
 func (t *Transport) goroutine(fn func()) {
@@ -98,7 +145,7 @@ func (t *Transport) Addr() net.Addr { return t.ln.Addr() }
 // to a full queue is dropped.
 func (t *Transport) Send(msgs []*raftpb.Message) {
 	for _, m := range msgs {
-		p, ok := t.peers[m.GetTo()]
+		p, ok := t.peer(m.GetTo())
 		if !ok {
 			t.logger.Debug("message to unknown peer dropped", "to", m.GetTo(), "type", m.GetType().String())
 			continue
@@ -118,7 +165,7 @@ func (t *Transport) Send(msgs []*raftpb.Message) {
 // SendNote queues a note for member to without blocking; it is dropped when to is
 // unknown or its queue is full.
 func (t *Transport) SendNote(to uint64, data []byte) {
-	p, ok := t.peers[to]
+	p, ok := t.peer(to)
 	if !ok {
 		return
 	}
@@ -147,7 +194,7 @@ func (t *Transport) writeLoop(p *peer) {
 		conn, err := net.DialTimeout("tcp", p.addr, time.Second)
 		if err != nil {
 			t.unreachable(p.id)
-			if !t.sleep(backoff) {
+			if !t.sleep(p, backoff) {
 				return
 			}
 			backoff = min(2*backoff, maxBackoff)
@@ -168,13 +215,16 @@ func (t *Transport) writeLoop(p *peer) {
 	}
 }
 
-// setConn records p's current connection; false when the transport is closed.
+// setConn records p's current connection; false when the transport is closed or p
+// removed.
 func (p *peer) setConn(c net.Conn, t *Transport) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.conn = c
 	select {
 	case <-t.stop:
+		return false
+	case <-p.gone:
 		return false
 	default:
 		return true
@@ -191,6 +241,8 @@ func (t *Transport) writeConn(p *peer, conn net.Conn) error {
 		select {
 		case b = <-p.queue:
 		case <-t.stop:
+			return nil
+		case <-p.gone:
 			return nil
 		}
 		conn.SetWriteDeadline(time.Now().Add(writeTimeout))
@@ -213,14 +265,16 @@ func (t *Transport) writeConn(p *peer, conn net.Conn) error {
 	}
 }
 
-// sleep waits d; false if the transport stopped meanwhile.
-func (t *Transport) sleep(d time.Duration) bool {
+// sleep waits d; false if the transport stopped or p was removed meanwhile.
+func (t *Transport) sleep(p *peer, d time.Duration) bool {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-timer.C:
 		return true
 	case <-t.stop:
+		return false
+	case <-p.gone:
 		return false
 	}
 }
@@ -317,13 +371,11 @@ func (t *Transport) Close() error {
 		c.Close()
 	}
 	t.mu.Unlock()
+	t.peersMu.RLock()
 	for _, p := range t.peers {
-		p.mu.Lock()
-		if p.conn != nil {
-			p.conn.Close()
-		}
-		p.mu.Unlock()
+		p.closeConn()
 	}
+	t.peersMu.RUnlock()
 	t.wg.Wait()
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("quorum: close listener: %w", err)
