@@ -18,6 +18,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/paddock/paddock/internal/testutil"
+	"github.com/paddock/paddock/server"
 )
 
 // zkCliPath is the Java command-line client of the Debian zookeeper package. With stdin
@@ -500,5 +501,31 @@ func mustCreate(t *testing.T, c *zk.Conn, path, data string) {
 	t.Helper()
 	if _, err := c.Create(path, []byte(data), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatalf("create %s: %v", path, err)
+	}
+}
+
+// TestZkCliReconfig adds a member to a paddock ensemble and removes it again with
+// zkCli's reconfig (ZooKeeperAdmin.reconfigure), and reads the result with config.
+func TestZkCliReconfig(t *testing.T) {
+	requireFile(t, zkCliPath, "zookeeper")
+	e := testutil.StartEnsemble(t, 3, 0, func(_ int, c *server.Config) { c.ReconfigEnabled, c.SkipACL = true, true })
+	four, entry := e.AddMember(true)
+	e.Start(four)
+	steps := []cliStep{
+		{cmd: "reconfig -add " + entry},
+		{cmd: "config"},
+		{cmd: "reconfig -remove 4"},
+		{cmd: "config"},
+	}
+	got := runZkCliSteps(t, e.Addrs()[0], steps)
+	for i, want := range []bool{true, true, false, false} {
+		out := strings.Join(got[i], "\n")
+		if strings.Contains(out, "server.4=") != want || !strings.Contains(out, "server.3=") ||
+			!strings.Contains(out, "version=") {
+			t.Errorf("step %d %q printed:\n%s\nwant server.4 %v", i, steps[i].cmd, out, want)
+		}
+	}
+	if !strings.HasPrefix(strings.Join(got[0], "\n"), "Committed new configuration:") {
+		t.Errorf("reconfig -add printed %q", got[0])
 	}
 }
