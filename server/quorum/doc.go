@@ -1,8 +1,8 @@
 // Package quorum replicates the server's log across an ensemble with etcd's Raft
-// library (go.etcd.io/raft/v3). This is its first building block: one member's Raft
-// (Node), its storage (Storage, FileStorage) and the peer transport (Transport). It
-// knows nothing of txns or the tree: entries are opaque bytes. Package server does
-// not use it yet.
+// library (go.etcd.io/raft/v3): one member's Raft (Node), its storage (Storage,
+// FileStorage) and the peer transport (Transport). It knows nothing of txns or the
+// tree: entries are opaque bytes. Package server builds the ensemble on it
+// (server/replica.go, docs/ensemble.md).
 //
 // # A member
 //
@@ -20,9 +20,15 @@
 //	                              7. Advance
 //
 // Raft runs with PreVote and CheckQuorum on; the election timeout is ElectionTicks
-// Ticks. Proposals on followers and learners are forwarded to the leader by Raft.
+// Ticks. A member that is not the leader sends its proposals (Propose, Submit,
+// ProposeConfChange) to the leader itself, as MsgProp on its Raft connection, not
+// through its own raft.Node: no wait for its own next fsync, and a member removed and
+// added again is not left unable to propose (raft.Node blocks the proposals of a
+// member removed from the configuration until it sees a new leader). Without a known
+// leader a proposal is dropped at once.
 //
-// Membership: a new member's storage is given the initial membership as committed
+// Membership: a new member's storage (unless Config.Join: a member to be added to a
+// running ensemble starts empty) is given the initial membership as committed
 // conf change entries in term 1 — every voter (ConfChangeAddNode) then every learner
 // (ConfChangeAddLearnerNode), ascending ids — identical on every member, so all logs
 // agree from index 1. The member then always starts with raft.RestartNode and
@@ -112,29 +118,17 @@
 // drops the message and a failed dial or write redials with exponential backoff
 // (20ms to 1s); both report the peer unreachable, and Raft retransmits.
 //
-// # Plugging into server/
+// Membership changes (ProposeConfChange) are ConfChangeV2 entries whose context
+// starts with the proposal header; OnConfChange gets each applied change with the
+// caller's context, and SetPeers gives the transport the new members' addresses.
+// Notes (SendNote, Config.OnNote) are bytes sent to one member outside the log.
 //
-// The server's log has one interface with two implementations: standalone (the WAL
-// and commitLoop/applyLoop of pipeline.go) and quorum, built on Node:
+// # In server/
 //
-//   - Propose: every server, leader or not, proposes its clients' writes through
-//     Node.Propose (followers forward natively) and answers the client once the
-//     entry is applied locally — ZooKeeper's follower write path without the
-//     leader round trip in our code. A txn is encoded before proposing; its zxid and
-//     time are given at apply, not at proposal.
-//   - Apply: ApplyFunc decodes the txn, stamps zxid = term<<32 | counter, where the
-//     counter restarts at 1 with each new term (the new leader's empty entry marks
-//     the term's start; the counter is kept in snapshots), and runs the same
-//     apply(tree, txn) as standalone. Time comes from the proposer and travels in the
-//     entry so every replica agrees. Before the counter wraps the leader transfers
-//     leadership to start a new term.
-//   - Sessions are global: createSession/closeSession are entries; only the leader
-//     (Status().Role == RoleLeader) runs the expiry loop and proposes closeSession;
-//     followers forward their local sessions' pings to the leader.
-//   - sync and reads after it: Node.ReadIndex, which waits until applied ≥ the index.
-//   - Storage: back Storage by server/store's WAL (entries and hard state as records,
-//     group fsync per Ready) and the tree's Snapshotter by the store's snapshot
-//     (streamed rather than held in one []byte once trees are large).
-//   - Config: server.N lines give Voters (and :observer ones Learners), myid gives ID,
-//     tickTime gives Tick, initLimit/syncLimit bound ElectionTicks.
+// Every member submits its clients' writes in batches (Submit, one entry per batch)
+// and answers them when its ApplyFunc meets its own entry (From, Seq); the zxid of
+// each txn is given at apply (term<<32 | a counter that restarts each term); sync is
+// ReadIndex; the leader expires sessions from the notes in which members report
+// their clients' traffic. Still open: Storage on server/store's WAL (preallocated
+// segments) and snapshots streamed rather than held in one []byte.
 package quorum

@@ -16,6 +16,7 @@ const testTick = 10 * time.Millisecond // election timeout: 10 ticks = 100ms
 // record is one entry as a member's state machine saw it.
 type record struct {
 	index, term uint64
+	from, seq   uint64
 	data        string
 }
 
@@ -27,7 +28,22 @@ type member struct {
 
 	mu       sync.Mutex
 	records  []record
-	restores int // Restore calls
+	restores int      // Restore calls
+	changes  []string // contexts of the conf changes applied
+	notes    []string // "from: data" of the notes received
+	join     bool     // start as a joining member
+}
+
+func (m *member) confChanged(c *ConfEntry) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.changes = append(m.changes, string(c.Context))
+}
+
+func (m *member) noted(from uint64, data []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.notes = append(m.notes, fmt.Sprintf("%d: %s", from, data))
 }
 
 func (m *member) apply(t *testing.T) ApplyFunc {
@@ -37,7 +53,7 @@ func (m *member) apply(t *testing.T) ApplyFunc {
 		if n := len(m.records); n > 0 && m.records[n-1].index >= e.Index {
 			t.Errorf("member %d: apply %d after %d", m.id, e.Index, m.records[n-1].index)
 		}
-		m.records = append(m.records, record{e.Index, e.Term, string(e.Data)})
+		m.records = append(m.records, record{e.Index, e.Term, e.From, e.Seq, string(e.Data)})
 	}
 }
 
@@ -115,6 +131,7 @@ func (c *cluster) start(id uint64, ln net.Listener) {
 	cfg.ID, cfg.Voters, cfg.Learners, cfg.Dir, cfg.Listener = id, c.voters, c.learners, m.dir, ln
 	cfg.Tick = testTick
 	cfg.Applied = m.lastApplied()
+	cfg.Join, cfg.OnConfChange, cfg.OnNote = m.join, m.confChanged, m.noted
 	if c.snapEvery > 0 {
 		cfg.Snapshotter, cfg.SnapshotEntries, cfg.KeepEntries = m, c.snapEvery, c.keep
 	}

@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// Snapshot implements Snapshotter: the records, each as index, term, data length
-// (uint64s big-endian) and data.
+// Snapshot implements Snapshotter: the records, each as index, term, proposer, sequence
+// and data length (uint64s big-endian), then data.
 func (m *member) Snapshot() ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -20,6 +20,8 @@ func (m *member) Snapshot() ([]byte, error) {
 	for _, r := range m.records {
 		b = binary.BigEndian.AppendUint64(b, r.index)
 		b = binary.BigEndian.AppendUint64(b, r.term)
+		b = binary.BigEndian.AppendUint64(b, r.from)
+		b = binary.BigEndian.AppendUint64(b, r.seq)
 		b = binary.BigEndian.AppendUint64(b, uint64(len(r.data)))
 		b = append(b, r.data...)
 	}
@@ -30,12 +32,13 @@ func (m *member) Snapshot() ([]byte, error) {
 func (m *member) Restore(data []byte, index, term uint64) error {
 	var recs []record
 	for len(data) > 0 {
-		if len(data) < 24 || uint64(len(data)-24) < binary.BigEndian.Uint64(data[16:]) {
+		if len(data) < 40 || uint64(len(data)-40) < binary.BigEndian.Uint64(data[32:]) {
 			return errors.New("test snapshot: truncated")
 		}
-		n := binary.BigEndian.Uint64(data[16:])
-		recs = append(recs, record{binary.BigEndian.Uint64(data), binary.BigEndian.Uint64(data[8:]), string(data[24 : 24+n])})
-		data = data[24+n:]
+		n := binary.BigEndian.Uint64(data[32:])
+		recs = append(recs, record{binary.BigEndian.Uint64(data), binary.BigEndian.Uint64(data[8:]),
+			binary.BigEndian.Uint64(data[16:]), binary.BigEndian.Uint64(data[24:]), string(data[40 : 40+n])})
+		data = data[40+n:]
 	}
 	if len(recs) > 0 && recs[len(recs)-1].index > index {
 		return fmt.Errorf("test snapshot at %d holds record %d", index, recs[len(recs)-1].index)
