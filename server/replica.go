@@ -2,9 +2,9 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
-	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -38,11 +38,11 @@ var errNotServing = errors.New("server: not serving: no leader")
 // leader changes (as a ZooKeeper follower does), and reports the sessions its clients
 // kept alive to the leader, which alone expires sessions.
 type replica struct {
-	s       *Server
-	id      uint64
-	node    *quorum.Node
-	ctx     context.Context // cancelled by Close
-	cancel  context.CancelFunc
+	s      *Server
+	id     uint64
+	node   *quorum.Node
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
 
 	mu       sync.Mutex
 	pending  map[uint64][]*proposal // batches this member proposed, by Raft sequence; guarded by mu
