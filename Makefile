@@ -15,7 +15,7 @@ FUZZ_TARGETS := \
 	./server/store:FuzzSnapshot \
 	./server:FuzzRequest
 
-.PHONY: run build test deps check vet fmt-check bench bench-micro bench-compare fuzz lint clean
+.PHONY: run build test deps check vet fmt-check bench bench-micro bench-compare bench-ensemble fuzz lint clean
 
 ## run: build paddock and run the whole platform on the embedded default (paddock up:
 ## a standalone server with data under ./data, clients on port 2181, a master and
@@ -52,13 +52,19 @@ fmt-check:
 bench: bench-micro bench-compare
 
 bench-micro:
-	$(GO) test -run '^$$' -bench . -skip '^BenchmarkSideBySide$$' -benchmem ./...
+	$(GO) test -run '^$$' -bench . -skip '^Benchmark(SideBySide|Ensemble)$$' -benchmem ./...
 
 ## bench-compare: both servers as processes on this machine, the same client and settings,
-## every workload alternately on each; prints the table and writes bench/results.md. About
-## 12 minutes; `make bench-compare QUICK=1` is a one-minute pass that leaves results.md alone.
+## every workload alternately on each, then a 3-member ensemble of each (writes and reads,
+## sessions spread over the members); prints the tables and writes bench/results.md. About
+## 16 minutes; `make bench-compare QUICK=1` is a short pass that leaves results.md alone.
 bench-compare: deps
 	PADDOCK_BENCH_QUICK=$(QUICK) $(GO) test -run '^$$' -bench '^BenchmarkSideBySide$$' -benchtime 1x -timeout 60m ./bench/
+
+## bench-ensemble: only the ensemble section of bench-compare (about 4 minutes; QUICK=1:
+## half a minute); prints its table and writes a report to $TMPDIR, not results.md.
+bench-ensemble: deps
+	PADDOCK_BENCH_QUICK=$(QUICK) $(GO) test -run '^$$' -bench '^BenchmarkEnsemble$$' -benchtime 1x -timeout 30m ./bench/
 
 ## fuzz: run each fuzz target for FUZZTIME (the seed corpora run in `make test`).
 fuzz:

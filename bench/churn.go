@@ -21,7 +21,7 @@ const maxFailures = 20
 // deletes a session's ephemerals when it closes.
 func runChurn(ctx context.Context, cfg Config) (*Result, error) {
 	res := newResult(&cfg)
-	control, err := dial(ctx, cfg.Addr, cfg.sessionOptions(1, 64<<10))
+	control, err := dial(ctx, cfg.addr(0), cfg.sessionOptions(1, 64<<10))
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +50,13 @@ func runChurn(ctx context.Context, cfg Config) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	left, err := childCount(control, root)
+	var left int
+	if len(cfg.addrs()) > 1 { // the closes on other members must be visible on this one
+		err = settleWorkers([]*worker{{s: control}}, root)
+	}
+	if err == nil {
+		left, err = childCount(control, root)
+	}
 	switch {
 	case err != nil:
 		res.CleanupError = err.Error()
@@ -135,7 +141,7 @@ func (c *churn) loop(ctx context.Context, w *worker, end, until int64, record bo
 			return
 		}
 		start := nanotime()
-		if err := c.lifecycle(ctx, i*perSession, perSession); err != nil {
+		if err := c.lifecycle(ctx, c.cfg.addr(i), i*perSession, perSession); err != nil {
 			if failed++; first == nil {
 				first = err
 			}
@@ -150,9 +156,9 @@ func (c *churn) loop(ctx context.Context, w *worker, end, until int64, record bo
 	}
 }
 
-// lifecycle opens a session, creates n ephemerals prefix+[base, base+n) and closes it.
-func (c *churn) lifecycle(ctx context.Context, base, n int64) error {
-	s, err := dial(ctx, c.cfg.Addr, c.cfg.sessionOptions(c.cfg.Outstanding, 4096))
+// lifecycle opens a session to addr, creates n ephemerals prefix+[base, base+n) and closes it.
+func (c *churn) lifecycle(ctx context.Context, addr string, base, n int64) error {
+	s, err := dial(ctx, addr, c.cfg.sessionOptions(c.cfg.Outstanding, 4096))
 	if err != nil {
 		return err
 	}

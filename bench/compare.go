@@ -25,18 +25,21 @@ type Goal int
 
 // Goals of the comparison.
 const (
-	GoalNone        Goal = iota // informational
-	GoalTwiceAsHigh             // paddock ≥ 2 × ZooKeeper (throughput)
-	GoalHalfOrLess              // paddock ≤ ½ × ZooKeeper (latency, memory)
-	GoalLower                   // paddock < ZooKeeper
-	GoalUnder3s                 // paddock < 3 s, whatever ZooKeeper does
-	GoalZero                    // both 0 (errors)
+	GoalNone            Goal = iota // informational
+	GoalTwiceAsHigh                 // paddock ≥ 2 × ZooKeeper (throughput)
+	GoalHalfOrLess                  // paddock ≤ ½ × ZooKeeper (latency, memory)
+	GoalLower                       // paddock < ZooKeeper
+	GoalUnder3s                     // paddock < 3 s, whatever ZooKeeper does
+	GoalZero                        // both 0 (errors)
+	GoalHalfAgainAsHigh             // paddock ≥ 1.5 × ZooKeeper (an ensemble's write throughput)
 )
 
 func (g Goal) String() string {
 	switch g {
 	case GoalTwiceAsHigh:
 		return "≥ 2×"
+	case GoalHalfAgainAsHigh:
+		return "≥ 1.5×"
 	case GoalHalfOrLess:
 		return "≤ ½"
 	case GoalLower:
@@ -99,6 +102,8 @@ func (r Row) MetPaired() (met, ok bool) {
 	switch r.Goal {
 	case GoalTwiceAsHigh:
 		return q >= 2, true
+	case GoalHalfAgainAsHigh:
+		return q >= 1.5, true
 	case GoalHalfOrLess:
 		return q <= 0.5, true
 	case GoalLower:
@@ -112,6 +117,8 @@ func (r Row) Met() (met, ok bool) {
 	switch r.Goal {
 	case GoalTwiceAsHigh:
 		return r.Paddock >= 2*r.ZooKeeper && r.Paddock > 0, true
+	case GoalHalfAgainAsHigh:
+		return r.Paddock >= 1.5*r.ZooKeeper && r.Paddock > 0, true
 	case GoalHalfOrLess:
 		return r.Paddock <= r.ZooKeeper/2 && r.ZooKeeper > 0, true
 	case GoalLower:
@@ -125,7 +132,7 @@ func (r Row) Met() (met, ok bool) {
 }
 
 // Shortfall says by how much paddock misses the row's goal ("1.79×: 10 % short of
-// 2×"), or "" if it meets it or the row has none.
+// 2×", the part of the goal missing), or "" if it meets it or the row has none.
 func (r Row) Shortfall() string {
 	met, ok := r.Met()
 	if !ok || met {
@@ -135,6 +142,8 @@ func (r Row) Shortfall() string {
 	switch r.Goal {
 	case GoalTwiceAsHigh:
 		return fmt.Sprintf("%s: %.0f %% short of 2×", formatRatio(q), 100*(1-q/2))
+	case GoalHalfAgainAsHigh:
+		return fmt.Sprintf("%s: %.0f %% short of 1.5×", formatRatio(q), 100*(1-q/1.5))
 	case GoalHalfOrLess:
 		return fmt.Sprintf("%s: %.0f %% above half of ZooKeeper's", formatRatio(q), 100*(q/0.5-1))
 	case GoalLower:

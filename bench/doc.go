@@ -1,6 +1,7 @@
-// Package bench is a load generator for ZooKeeper-protocol servers, behind
+// Package bench is a load generator for ZooKeeper-protocol servers and ensembles, behind
 // `paddock bench`, and the side-by-side comparison of paddock with Apache ZooKeeper that
-// `make bench` runs (sidebyside_test.go; the table it writes is results.md).
+// `make bench` runs, standalone and as 3-member ensembles (sidebyside_test.go,
+// ensemble_test.go; the tables it writes are results.md).
 //
 // # Client
 //
@@ -26,6 +27,17 @@
 // code, and successful replies are checked for plausibility (getData returns
 // --value-size bytes, getChildren the number of children made, create echoes a path of
 // the right length); implausible ones count as "bad reply".
+//
+// # Ensembles
+//
+// --zk may list an ensemble's members, host:port,host:port,...: session i connects to
+// member i mod n and sends every request to it, as a real client does (a follower
+// forwards writes to its leader and answers reads itself). After preparing, every session
+// writes the run's root once: a member answers a write only once it has applied every
+// write ordered before it, so each session's member then has what the other sessions
+// prepared on theirs (sync is not enough on ZooKeeper). `make bench` runs the
+// create, set, get and mixed workloads on a 3-member ensemble of each server
+// (ensemble_test.go; `make bench-ensemble` runs that section alone).
 //
 // # Latency recording
 //

@@ -24,7 +24,7 @@ import (
 // as the server: the per-notification latencies (Result.Notify) show how it spreads.
 func runFanout(ctx context.Context, cfg Config) (*Result, error) {
 	res := newResult(&cfg)
-	writer, err := dial(ctx, cfg.Addr, cfg.sessionOptions(4, 64<<10))
+	writer, err := dial(ctx, cfg.addr(0), cfg.sessionOptions(4, 64<<10))
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func newRound() *round { return &round{start: make(chan struct{})} }
 // run connects the watchers, runs the warm-up and measured rounds and closes the watchers.
 func (f *fanout) run(ctx context.Context, res *Result) error {
 	cfg := f.cfg
-	sessions, err := dialMany(ctx, cfg.Addr, cfg.Watchers, cfg.sessionOptions(2, 512))
+	sessions, err := dialMany(ctx, cfg, cfg.Watchers, cfg.sessionOptions(2, 512))
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,9 +17,18 @@ import (
 	"github.com/paddock/paddock/server/wire"
 )
 
-// Config describes one load-generator run against one server. It is not changed by Run.
+// Config describes one load-generator run against one server or one ensemble. It is not
+// changed by Run.
 type Config struct {
-	// Addr is the server's client address, host:port.
+	// Addr is the server's client address, host:port, or the client addresses of an
+	// ensemble's members separated by commas, as in a ZooKeeper connect string (without a
+	// chroot): the sessions connect to them round-robin, session i to address i mod n, and
+	// write to whichever member they are connected to, which forwards writes to its leader.
+	// After preparing, a run against several members has each session write (setData)
+	// the run's root: the reply means its member has applied every write before, so
+	// that reads on any member find what the other members' sessions prepared. (A sync
+	// did not do: ZooKeeper 3.8 members were seen to answer getData with no node for
+	// znodes whose creation was acknowledged before the session's sync.)
 	Addr string
 	// Workload is one of Workloads.
 	Workload string
@@ -90,6 +100,12 @@ func (c *Config) Validate() error {
 	bad := func(flag string, value any, allowed string) {
 		errs = append(errs, fmt.Errorf("--%s %v: %s", flag, value, allowed))
 	}
+	for _, a := range c.addrs() {
+		if host, port, err := net.SplitHostPort(a); err != nil || host == "" || port == "" {
+			bad("zk", c.Addr, "want host:port, or host:port,host:port,... of an ensemble's members")
+			break
+		}
+	}
 	if !slices.Contains(Workloads, c.Workload) {
 		bad("workload", c.Workload, "want one of "+strings.Join(Workloads, ", "))
 	}
@@ -134,6 +150,21 @@ func (c *Config) Validate() error {
 		bad("request-timeout", c.RequestTimeout, "want a positive duration")
 	}
 	return errors.Join(errs...)
+}
+
+// addrs returns the addresses of Addr, blanks around the commas trimmed.
+func (c *Config) addrs() []string {
+	addrs := strings.Split(c.Addr, ",")
+	for i, a := range addrs {
+		addrs[i] = strings.TrimSpace(a)
+	}
+	return addrs
+}
+
+// addr returns the address that session (or churn lifecycle) i connects to.
+func (c *Config) addr(i int64) string {
+	addrs := c.addrs()
+	return addrs[i%int64(len(addrs))]
 }
 
 func (c *Config) hook(begin bool) {
@@ -375,6 +406,9 @@ func runOps(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	gen, warmEnd, err := r.prepareWorkload(ctx)
+	if err == nil && len(cfg.addrs()) > 1 {
+		err = settleWorkers(workers, r.root)
+	}
 	if err != nil {
 		return nil, errors.Join(err, r.cleanup())
 	}
@@ -510,9 +544,31 @@ func (r *opsRun) cleanup() error {
 	return nil
 }
 
+// settleWorkers has every worker write (setData) path and waits for the replies: a
+// member answers a write once it has applied it and every write ordered before it, so
+// each worker's member then holds every write acknowledged before settleWorkers.
+func settleWorkers(workers []*worker, path string) error {
+	errs := make([]error, len(workers))
+	var wg sync.WaitGroup
+	for i, w := range workers {
+		wg.Go(func() {
+			code, err := call(w.s, wire.OpSetData, func(e *wire.Encoder) {
+				e.String(path)
+				e.Buffer([]byte{})
+				e.Int(-1)
+			})
+			if err = errors.Join(err, codeErr(code)); err != nil {
+				errs[i] = fmt.Errorf("bench: setData %s on session %d (0x%x): %w", path, i, w.s.id, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // connectWorkers opens n sessions in parallel.
 func connectWorkers(ctx context.Context, cfg *Config, n, window int) ([]*worker, error) {
-	sessions, err := dialMany(ctx, cfg.Addr, n, cfg.sessionOptions(window, 64<<10))
+	sessions, err := dialMany(ctx, cfg, n, cfg.sessionOptions(window, 64<<10))
 	if err != nil {
 		return nil, err
 	}
@@ -523,9 +579,9 @@ func connectWorkers(ctx context.Context, cfg *Config, n, window int) ([]*worker,
 	return workers, nil
 }
 
-// dialMany opens n sessions, at most 64 handshakes at a time. If any fails, the others are
-// closed and the first error is returned.
-func dialMany(ctx context.Context, addr string, n int, o sessionOptions) ([]*session, error) {
+// dialMany opens n sessions to cfg's addresses, round-robin, at most 64 handshakes at a
+// time. If any fails, the others are closed and the first error is returned.
+func dialMany(ctx context.Context, cfg *Config, n int, o sessionOptions) ([]*session, error) {
 	sessions := make([]*session, n)
 	errs := make([]error, n)
 	sem := make(chan struct{}, 64)
@@ -534,13 +590,13 @@ func dialMany(ctx context.Context, addr string, n int, o sessionOptions) ([]*ses
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			sessions[i], errs[i] = dial(ctx, addr, o)
+			sessions[i], errs[i] = dial(ctx, cfg.addr(int64(i)), o)
 		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		closeSessions(sessions)
-		return nil, fmt.Errorf("bench: connect %d sessions to %s: %w", n, addr, firstError(errs))
+		return nil, fmt.Errorf("bench: connect %d sessions to %s: %w", n, cfg.Addr, firstError(errs))
 	}
 	return sessions, nil
 }

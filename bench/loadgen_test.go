@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +113,57 @@ func TestWorkloadsByCount(t *testing.T) {
 				}
 			}
 			checkGone(t, addr, cfg.Root)
+		})
+	}
+}
+
+// Against an ensemble, the sessions spread over the members round-robin, followers
+// forward the writes, and reads on a follower find what the other members' sessions
+// prepared (each session writes after preparing).
+func TestWorkloadsOnAnEnsemble(t *testing.T) {
+	e := testutil.StartEnsemble(t, 3, 0, func(_ int, c *server.Config) { c.MaxClientCnxns = 0 })
+	addr := strings.Join(e.Addrs(), ", ")
+	for _, tc := range []struct {
+		workload string
+		ops      int64
+	}{
+		{WorkloadCreate, 300},
+		{WorkloadSet, 300},
+		{WorkloadGet, 300},
+		{WorkloadMixed, 300},
+		{WorkloadChurn, 9},
+		{WorkloadFanout, 3},
+	} {
+		t.Run(tc.workload, func(t *testing.T) {
+			cfg := testConfig(addr, tc.workload)
+			cfg.Ops, cfg.Sessions, cfg.Watchers = tc.ops, 5, 7
+			var conns []int64
+			cfg.measureHook = func(begin bool) {
+				if begin {
+					for i := range e.Addrs() {
+						conns = append(conns, e.Server(i).Stats().Connections)
+					}
+				}
+			}
+			res, err := Run(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSane(t, res, tc.ops)
+			switch tc.workload {
+			case WorkloadChurn: // the control session only; each lifecycle dials its own
+			case WorkloadFanout: // the writer on the first member, the watchers round-robin
+				if want := []int64{4, 2, 2}; !slices.Equal(conns, want) {
+					t.Errorf("connections per member %v, want %v", conns, want)
+				}
+			default:
+				if want := []int64{2, 2, 1}; !slices.Equal(conns, want) {
+					t.Errorf("connections per member %v, want %v", conns, want)
+				}
+			}
+			for _, a := range e.Addrs() {
+				checkGone(t, a, cfg.Root)
+			}
 		})
 	}
 }
@@ -259,6 +311,8 @@ func TestValidate(t *testing.T) {
 		{"root", func(c *Config) { c.Root = "bench" }, "--root bench"},
 		{"root slash", func(c *Config) { c.Root = "/" }, "--root /"},
 		{"zookeeper root", func(c *Config) { c.Root = "/zookeeper" }, "--root /zookeeper"},
+		{"address", func(c *Config) { c.Addr = "127.0.0.1" }, "--zk 127.0.0.1"},
+		{"address in a list", func(c *Config) { c.Addr = "127.0.0.1:1,:2" }, "--zk 127.0.0.1:1,:2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()

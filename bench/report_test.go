@@ -37,8 +37,13 @@ func (sb *sideBySide) report(table string) string {
 	b.WriteString(MarkdownRuns(sb.rows()))
 	sb.cpuTable(&b)
 	sb.liveData(&b)
-	sb.lookedOff(&b)
-	sb.unmetGoals(&b)
+	rows := sb.rows()
+	if sb.ens != nil {
+		sb.ens.report(&b)
+		rows = append(rows, sb.labelledEnsembleRows()...)
+	}
+	sb.lookedOff(&b, rows)
+	sb.unmetGoals(&b, rows)
 	b.WriteString(readingTheseNumbers)
 	return b.String()
 }
@@ -148,8 +153,9 @@ func (sb *sideBySide) liveData(b *strings.Builder) {
 	}
 }
 
-// lookedOff lists errors, failed sessions, failed clean-ups and runs that spread widely.
-func (sb *sideBySide) lookedOff(b *strings.Builder) {
+// lookedOff lists errors, failed sessions, failed clean-ups and, of rows, the runs that
+// spread widely.
+func (sb *sideBySide) lookedOff(b *strings.Builder, rows []Row) {
 	b.WriteString("\n## What looked off\n\n")
 	if len(sb.warnings) == 0 {
 		b.WriteString("- No errors, no failed sessions, every clean-up complete.\n")
@@ -157,7 +163,7 @@ func (sb *sideBySide) lookedOff(b *strings.Builder) {
 	for _, w := range sb.warnings {
 		fmt.Fprintf(b, "- %s\n", w)
 	}
-	for _, r := range sb.rows() {
+	for _, r := range rows {
 		met, ok := r.Met()
 		if paired, pok := r.MetPaired(); ok && pok && met != paired {
 			fmt.Fprintf(b, "- %s: the goal (%s) is %s by the ratio of the medians (%s) but %s by the median of the "+
@@ -180,15 +186,19 @@ func (sb *sideBySide) lookedOff(b *strings.Builder) {
 	}
 }
 
-// unmetGoals lists each goal paddock missed, by how much, and why, from the analysis in
-// docs/performance.md.
-func (sb *sideBySide) unmetGoals(b *strings.Builder) {
+// unmetGoals lists each goal of rows paddock missed, by how much, and why: for single
+// servers from the analysis in docs/performance.md, for the ensembles from what they measured.
+func (sb *sideBySide) unmetGoals(b *strings.Builder, rows []Row) {
 	b.WriteString("\n## Goals not reached, by how much and why\n\n")
 	missed := 0
-	for _, r := range sb.rows() {
+	for _, r := range rows {
 		if short := r.Shortfall(); short != "" {
 			missed++
-			fmt.Fprintf(b, "- **%s**: %s. %s\n", r.Metric, short, whyMissed(r.Metric))
+			why := whyMissed(r.Metric)
+			if metric, ok := strings.CutPrefix(r.Metric, ensembleRowPrefix); ok {
+				why = sb.ens.whyMissed(metric)
+			}
+			fmt.Fprintf(b, "- **%s**: %s. %s\n", r.Metric, short, why)
 		}
 	}
 	if missed == 0 {

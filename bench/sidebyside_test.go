@@ -30,6 +30,8 @@ import (
 // server as a throwaway (JIT warm-up). Then each workload runs plan.runs times on each
 // server, alternating ZooKeeper and paddock, and the table shows the medians. Memory and
 // restart are measured on fresh servers loaded with plan.znodes znodes of 100 bytes.
+// Last, a 3-member ensemble of each runs the write and read workloads the same way
+// (ensemble_test.go; BenchmarkEnsemble runs that section alone).
 func BenchmarkSideBySide(b *testing.B) {
 	p := fullPlan()
 	if os.Getenv("PADDOCK_BENCH_QUICK") != "" {
@@ -39,9 +41,12 @@ func BenchmarkSideBySide(b *testing.B) {
 	start := time.Now()
 	sb.throughput()
 	sb.memoryAndRestart()
+	sb.ensembles()
 	sb.elapsed = time.Since(start)
 	table := MarkdownTable(sb.rows())
 	fmt.Printf("\npaddock vs Apache ZooKeeper 3.8, %s (%s)\n\n%s\n", sb.p.name, sb.elapsed.Round(time.Second), table)
+	fmt.Printf("%s (%s)\n\n%s\n%s\n\n", ensembleTitle, sb.ens.elapsed.Round(time.Second), MarkdownTable(sb.ens.rows()),
+		sb.ens.goalLine())
 	out := "results.md"
 	if p.quick { // a quick pass must not pass for the real thing
 		out = filepath.Join(os.TempDir(), "paddock-bench-quick.md")
@@ -65,16 +70,18 @@ type plan struct {
 	rounds    int64         // fan-out rounds per run
 	znodes    int64         // loaded for the memory and restart measurements
 	restarts  int           // restarts of each server
+
+	ensembleThrowaway time.Duration // the JIT warm-up run of each workload, per ensemble
 }
 
 func fullPlan() plan {
 	return plan{name: "full run", runs: 5, duration: 3 * time.Second, warmup: time.Second, throwaway: 8 * time.Second,
-		deleteOps: 100_000, watchers: 10_000, rounds: 10, znodes: 1_000_000, restarts: 3}
+		deleteOps: 100_000, watchers: 10_000, rounds: 10, znodes: 1_000_000, restarts: 3, ensembleThrowaway: 5 * time.Second}
 }
 
 func quickPlan() plan {
 	return plan{name: "quick run", quick: true, runs: 1, duration: time.Second, throwaway: time.Second,
-		deleteOps: 10_000, watchers: 1000, rounds: 3, znodes: 100_000, restarts: 1}
+		deleteOps: 10_000, watchers: 1000, rounds: 3, znodes: 100_000, restarts: 1, ensembleThrowaway: time.Second}
 }
 
 // The client settings of every run: 16 sessions × 4 requests in flight, 100-byte values.
@@ -104,11 +111,11 @@ const (
 	paddockName = "paddock"
 )
 
-// contestant is one server under test, as a child process.
+// contestant is one server under test, as a child process, or an ensemble of them.
 type contestant struct {
 	name    string
-	addr    string
-	pid     int
+	addr    string // an ensemble's: its members' client addresses, comma-separated
+	pid     int    // an ensemble's: its leader's
 	started time.Time
 	ready   time.Duration
 	dir     string
@@ -116,6 +123,9 @@ type contestant struct {
 	kill    func()
 	// adminAddr is paddock's admin HTTP address, if it has one.
 	adminAddr string
+	// members are an ensemble's member processes, in member order; nil for one server.
+	members []member
+	leader  int // the index in members of the leader
 }
 
 type sideBySide struct {
@@ -127,6 +137,7 @@ type sideBySide struct {
 
 	zk, paddock *contestant
 	runs        map[string][]runRecord // by server name + "/" + workload, in run order
+	ens         *ensembleSection       // nil until ensembles runs
 	memory      map[string]*memoryRecord
 	warnings    []string // what looked off, for the report
 	zkVersion   string   // srvr's first line
@@ -136,8 +147,13 @@ type sideBySide struct {
 // runRecord is one measured run.
 type runRecord struct {
 	res       *Result
-	serverCPU time.Duration // the server process's CPU time during the measurement
+	serverCPU time.Duration // the server process's CPU time during the measurement; an ensemble's leader's
 	clientCPU time.Duration // this process's CPU time during the measurement
+	// membersCPU is, for an ensemble, every member's CPU time during the measurement.
+	membersCPU time.Duration
+	// machineCPU is the busy time of all the machine's cores during the measurement,
+	// whatever process used them.
+	machineCPU time.Duration
 }
 
 // memoryRecord is what the memory and restart measurements found on one server.
@@ -241,13 +257,13 @@ func (sb *sideBySide) config(c *contestant, w string) Config {
 // run that could not be set up ends the benchmark.
 func (sb *sideBySide) run(c *contestant, cfg Config) runRecord {
 	var rec runRecord
-	var cpu0, self0 time.Duration
+	var cpu0, self0, all0, machine0 time.Duration
 	cfg.measureHook = func(begin bool) {
-		cpu, self := processCPU(c.pid), selfCPU()
+		cpu, self, all, machine := processCPU(c.pid), selfCPU(), c.membersCPU(), machineCPU()
 		if begin {
-			cpu0, self0 = cpu, self
+			cpu0, self0, all0, machine0 = cpu, self, all, machine
 		} else {
-			rec.serverCPU, rec.clientCPU = cpu-cpu0, self-self0
+			rec.serverCPU, rec.clientCPU, rec.membersCPU, rec.machineCPU = cpu-cpu0, self-self0, all-all0, machine-machine0
 		}
 	}
 	res, err := Run(context.Background(), cfg)
@@ -478,6 +494,25 @@ func processCPU(pid int) time.Duration {
 	fmt.Sscan(fields[11], &utime) // field 14 overall
 	fmt.Sscan(fields[12], &stime)
 	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// machineCPU returns the time all cores have been busy so far, from /proc/stat's cpu
+// line (in clock ticks of 1/100 s): everything but idle and iowait.
+func machineCPU() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	var busy int64
+	for i, f := range strings.Fields(line)[1:] {
+		if i == 3 || i == 4 || i >= 8 { // idle, iowait; guest time is already in user
+			continue
+		}
+		n, _ := strconv.ParseInt(f, 10, 64)
+		busy += n
+	}
+	return time.Duration(busy) * 10 * time.Millisecond
 }
 
 // selfCPU returns this process's user and system CPU time so far.

@@ -53,7 +53,8 @@ The exit status is 1 if any operation or session failed. Progress goes to stderr
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Addr, "zk", cfg.Addr, "`host:port` of the server")
+	f.StringVar(&cfg.Addr, "zk", cfg.Addr,
+		"`host:port` of the server, or host:port,host:port,... of an ensemble's members (sessions connect round-robin)")
 	f.StringVar(&cfg.Workload, "workload", cfg.Workload, "create, set, get, exists, children, delete, mixed, churn or fanout")
 	f.IntVar(&cfg.Sessions, "sessions", cfg.Sessions, "concurrent sessions (TCP connections)")
 	f.IntVar(&cfg.Outstanding, "outstanding", cfg.Outstanding, "requests in flight per session")

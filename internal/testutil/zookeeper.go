@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/paddock/paddock/server/admin"
 )
 
 // Where the Debian zookeeper package (Apache ZooKeeper 3.8) puts the server. zookeeper.jar's
@@ -40,9 +42,11 @@ const SuperDigestTest = "super:D/InIHSb7yEEbrWz8b9l71RjZJU="
 var errNoZooKeeper = errors.New("testutil: Apache ZooKeeper is not installed: run `make test`, " +
 	"which installs the Debian zookeeper package (or apt-get install -y zookeeper)")
 
-// ZooKeeperOptions configures a throwaway standalone Apache ZooKeeper. The zero value is
-// ZooKeeper's defaults (tickTime 2000 ms, 4lw whitelist "srvr" only, no TTL nodes, containers
-// checked every minute), always on 127.0.0.1 with the AdminServer (port 8080) disabled.
+// ZooKeeperOptions configures a throwaway Apache ZooKeeper: standalone, or a member of an
+// ensemble with MyID, ClientPort and the ensemble's server.N lines in Config. The zero value
+// is ZooKeeper's defaults (tickTime 2000 ms, 4lw whitelist "srvr" only, no TTL nodes,
+// containers checked every minute), always on 127.0.0.1 with the AdminServer (port 8080)
+// disabled.
 type ZooKeeperOptions struct {
 	// TickTime is zoo.cfg tickTime; zero means 2s. Session timeouts are clamped to
 	// [2, 20] ticks.
@@ -71,6 +75,16 @@ type ZooKeeperOptions struct {
 	// (a 512 MB heap, the serial collector, the C1 compiler only): a benchmark passes
 	// ZooKeeper's production settings instead. The logging properties stay.
 	JVMFlags []string
+	// ClientPort, if not 0, is the client port on 127.0.0.1, in place of a free one. An
+	// ensemble member needs it: its server.N line names its client address, and ZooKeeper
+	// refuses a clientPort that differs. A start that finds it taken fails.
+	ClientPort int
+	// MyID, if not 0, makes the server a member of an ensemble: it is written to
+	// Dir/data/myid, the server runs as QuorumPeerMain (which needs the ensemble's
+	// server.N lines, initLimit and syncLimit in Config), and it is ready once srvr says
+	// "Mode: leader" or "Mode: follower", which takes a quorum of members running: start
+	// the members concurrently.
+	MyID int
 }
 
 // ZooKeeper is a running throwaway Apache ZooKeeper server process.
@@ -85,6 +99,7 @@ type ZooKeeper struct {
 	Ready   time.Duration
 
 	cmd      *exec.Cmd
+	member   bool          // of an ensemble (MyID): serving means leading or following
 	exited   chan struct{} // closed when the process has exited and waitErr is set
 	waitErr  error
 	stopOnce sync.Once
@@ -111,7 +126,7 @@ func StartZooKeeper(tb testing.TB, opts ZooKeeperOptions) (*ZooKeeper, error) {
 		return nil, fmt.Errorf("%w: %v", errNoZooKeeper, err)
 	}
 	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ { // the free port may be taken before Java binds it
+	for attempt := 0; attempt < 3; attempt++ { // a free port may be taken before Java binds it
 		z, err := startZooKeeperOnce(tb, java, opts)
 		if err == nil {
 			if tb != nil {
@@ -120,7 +135,7 @@ func StartZooKeeper(tb testing.TB, opts ZooKeeperOptions) (*ZooKeeper, error) {
 			return z, nil
 		}
 		lastErr = err
-		if !errors.Is(err, errPortTaken) {
+		if !errors.Is(err, errPortTaken) || opts.ClientPort != 0 {
 			break
 		}
 	}
@@ -130,11 +145,15 @@ func StartZooKeeper(tb testing.TB, opts ZooKeeperOptions) (*ZooKeeper, error) {
 var errPortTaken = errors.New("testutil: zookeeper client port already in use")
 
 func startZooKeeperOnce(tb testing.TB, java string, opts ZooKeeperOptions) (*ZooKeeper, error) {
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
+	var err error
+	port := opts.ClientPort
+	if port == 0 {
+		if port, err = FreePort(); err != nil {
+			return nil, err
+		}
 	}
-	z := &ZooKeeper{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), exited: make(chan struct{})}
+	z := &ZooKeeper{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), exited: make(chan struct{}),
+		member: opts.MyID != 0}
 	if opts.Dir != "" {
 		z.Dir = opts.Dir
 		if err := os.MkdirAll(z.Dir, 0o755); err != nil {
@@ -151,14 +170,20 @@ func startZooKeeperOnce(tb testing.TB, java string, opts ZooKeeperOptions) (*Zoo
 	if err := os.WriteFile(cfgPath, []byte(opts.zooCfg(z.Dir, port)), 0o644); err != nil {
 		return nil, fmt.Errorf("testutil: write zoo.cfg: %w", err)
 	}
+	if err := opts.writeMyID(z.Dir); err != nil {
+		return nil, err
+	}
 	// Appended to: a server restarted in the same Dir keeps the earlier log.
 	logFile, err := os.OpenFile(z.logPath(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("testutil: zookeeper log: %w", err)
 	}
 	defer logFile.Close() // the child has its own descriptor
-	args := append(opts.jvmFlags(z.Dir), "-cp", strings.Join(zooKeeperClassPath, ":"),
-		"org.apache.zookeeper.server.ZooKeeperServerMain", cfgPath)
+	main := "org.apache.zookeeper.server.ZooKeeperServerMain"
+	if z.member {
+		main = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+	}
+	args := append(opts.jvmFlags(z.Dir), "-cp", strings.Join(zooKeeperClassPath, ":"), main, cfgPath)
 	z.cmd = exec.Command(java, args...)
 	z.cmd.Dir = z.Dir
 	z.cmd.Stdout, z.cmd.Stderr = logFile, logFile
@@ -200,6 +225,21 @@ func (o ZooKeeperOptions) zooCfg(dir string, port int) string {
 		b.WriteString(line + "\n")
 	}
 	return b.String()
+}
+
+// writeMyID writes dir/data/myid for an ensemble member: the id of its server.N line.
+func (o ZooKeeperOptions) writeMyID(dir string) error {
+	if o.MyID == 0 {
+		return nil
+	}
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return fmt.Errorf("testutil: zookeeper data dir: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(o.MyID)+"\n"), 0o644); err != nil {
+		return fmt.Errorf("testutil: write myid: %w", err)
+	}
+	return nil
 }
 
 // jvmFlags returns the JVM options: the system properties that cannot go in zoo.cfg
@@ -268,14 +308,44 @@ func (z *ZooKeeper) waitReady(timeout time.Duration) error {
 
 // serving reports whether the server answers ruok and serves requests. ruok says imok (or,
 // with the default whitelist, refuses) as soon as the port is open, before the database is
-// loaded; srvr, which is always whitelisted, says "not currently serving" until then.
+// loaded; srvr, which is always whitelisted, says "not currently serving" until then, and
+// an ensemble member says so too until it leads or follows a leader.
 func (z *ZooKeeper) serving() bool {
 	out, err := FourLetterWord(z.Addr, "ruok", time.Second)
 	if err != nil || (out != "imok" && !strings.Contains(out, "not in the whitelist")) {
 		return false
 	}
 	out, err = FourLetterWord(z.Addr, "srvr", time.Second)
-	return err == nil && strings.HasPrefix(out, "Zookeeper version:")
+	if err != nil || !strings.HasPrefix(out, "Zookeeper version:") {
+		return false
+	}
+	if z.member {
+		mode, err := ParseSrvrMode(out)
+		return err == nil && (mode == admin.ModeLeader || mode == admin.ModeFollower)
+	}
+	return true
+}
+
+// ServerMode asks the server at addr for its mode with srvr: leader, follower, observer
+// or standalone (admin.ModeLeader ...; ZooKeeper says the same words). A server that does not serve (an ensemble member without a leader
+// answers "This ZooKeeper instance is not currently serving requests", ZooKeeper and
+// paddock alike) is an error that quotes its answer.
+func ServerMode(addr string, timeout time.Duration) (string, error) {
+	out, err := FourLetterWord(addr, "srvr", timeout)
+	if err != nil {
+		return "", err
+	}
+	return ParseSrvrMode(out)
+}
+
+// ParseSrvrMode returns the mode of srvr output's "Mode: ..." line.
+func ParseSrvrMode(out string) (string, error) {
+	for line := range strings.SplitSeq(out, "\n") {
+		if mode, ok := strings.CutPrefix(line, "Mode: "); ok {
+			return strings.TrimSpace(mode), nil
+		}
+	}
+	return "", fmt.Errorf("testutil: no Mode line in srvr output %q", strings.TrimSpace(out))
 }
 
 // Stop kills the server and waits for the process to exit. It is idempotent and safe to
@@ -314,4 +384,60 @@ func FourLetterWord(addr, word string, timeout time.Duration) (string, error) {
 	}
 	out, err := io.ReadAll(c)
 	return string(out), err
+}
+
+// ZooServer is an ensemble member's server.N line of zoo.cfg, all on 127.0.0.1, in the
+// form both Apache ZooKeeper and paddock read:
+// server.ID=127.0.0.1:PeerPort:ElectionPort;127.0.0.1:ClientPort.
+type ZooServer struct {
+	ID           int
+	PeerPort     int
+	ElectionPort int // ZooKeeper's leader election; paddock elects over the peer port
+	ClientPort   int
+}
+
+// Line returns the member's server.N line.
+func (s ZooServer) Line() string {
+	return fmt.Sprintf("server.%d=127.0.0.1:%d:%d;%s", s.ID, s.PeerPort, s.ElectionPort, s.ClientAddr())
+}
+
+// ClientAddr returns the member's client address, 127.0.0.1:ClientPort.
+func (s ZooServer) ClientAddr() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.ClientPort))
+}
+
+// FreeZooServers returns n members, ids 1 to n, on ports that were free a moment ago and
+// are all different.
+func FreeZooServers(n int) ([]ZooServer, error) {
+	seen := map[int]bool{}
+	port := func() (int, error) {
+		for {
+			p, err := FreePort()
+			if err != nil || !seen[p] {
+				seen[p] = true
+				return p, err
+			}
+		}
+	}
+	servers := make([]ZooServer, n)
+	for i := range servers {
+		s := &servers[i]
+		s.ID = i + 1
+		for _, p := range []*int{&s.PeerPort, &s.ElectionPort, &s.ClientPort} {
+			var err error
+			if *p, err = port(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return servers, nil
+}
+
+// ZooServerLines returns the server.N lines of members, in order.
+func ZooServerLines(members []ZooServer) []string {
+	lines := make([]string, len(members))
+	for i, m := range members {
+		lines[i] = m.Line()
+	}
+	return lines
 }

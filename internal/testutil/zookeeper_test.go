@@ -1,16 +1,20 @@
 package testutil
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/paddock/paddock/server/admin"
 )
 
 func TestStartZooKeeper(t *testing.T) {
@@ -130,6 +134,105 @@ func TestStartZooKeeperInDirRestarts(t *testing.T) {
 	if log, err := os.ReadFile(filepath.Join(opts.Dir, "zookeeper.log")); err != nil ||
 		strings.Count(string(log), "Reading configuration from") < 2 {
 		t.Errorf("the log of the first start was not kept (%v)", err)
+	}
+}
+
+// Three members started concurrently elect a leader; each has its myid, and a write on
+// one is read on another.
+func TestStartZooKeeperEnsemble(t *testing.T) {
+	servers, err := FreeZooServers(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	members := make([]*ZooKeeper, len(servers))
+	errs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Go(func() {
+			members[i], errs[i] = StartZooKeeper(t, ZooKeeperOptions{
+				FourLetterWords: "*", ClientPort: s.ClientPort, MyID: s.ID,
+				Config: append([]string{"initLimit=10", "syncLimit=5"}, ZooServerLines(servers)...),
+			})
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	modes := map[string]int{}
+	for i, m := range members {
+		if m.Addr != servers[i].ClientAddr() {
+			t.Errorf("member %d: Addr = %s, want %s", i+1, m.Addr, servers[i].ClientAddr())
+		}
+		if id, err := os.ReadFile(filepath.Join(m.Dir, "data", "myid")); err != nil || string(id) != fmt.Sprintf("%d\n", i+1) {
+			t.Errorf("member %d: myid = %q, %v", i+1, id, err)
+		}
+		mode, err := ServerMode(m.Addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		modes[mode]++
+	}
+	if modes[admin.ModeLeader] != 1 || modes[admin.ModeFollower] != 2 {
+		t.Errorf("modes %v, want one leader and two followers", modes)
+	}
+	write, _, err := zk.Connect([]string{members[0].Addr}, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer write.Close()
+	if _, err := write.Create("/replicated", []byte("v"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	read, _, err := zk.Connect([]string{members[2].Addr}, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer read.Close()
+	if _, err := read.Sync("/replicated"); err != nil {
+		t.Fatal(err)
+	}
+	if data, _, err := read.Get("/replicated"); err != nil || string(data) != "v" {
+		t.Errorf("get /replicated on member 3 = %q, %v; want v", data, err)
+	}
+}
+
+func TestParseSrvrMode(t *testing.T) {
+	for _, tc := range []struct {
+		out, mode string
+		ok        bool
+	}{
+		{"Zookeeper version: 3.8.0\nLatency min/avg/max: 0/0.0/0\nMode: follower\nNode count: 5\n", "follower", true},
+		{"Zookeeper version: 3.8.0\nMode: leader\n", "leader", true},
+		{"This ZooKeeper instance is not currently serving requests\n", "", false},
+	} {
+		mode, err := ParseSrvrMode(tc.out)
+		if mode != tc.mode || (err == nil) != tc.ok {
+			t.Errorf("ParseSrvrMode(%q) = %q, %v; want %q, ok %v", tc.out, mode, err, tc.mode, tc.ok)
+		}
+	}
+}
+
+func TestFreeZooServers(t *testing.T) {
+	servers, err := FreeZooServers(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := map[int]bool{}
+	for i, s := range servers {
+		if s.ID != i+1 {
+			t.Errorf("server %d: ID %d", i, s.ID)
+		}
+		for _, p := range []int{s.PeerPort, s.ElectionPort, s.ClientPort} {
+			if p <= 0 || ports[p] {
+				t.Errorf("server %d: port %d zero or repeated", s.ID, p)
+			}
+			ports[p] = true
+		}
+	}
+	s := ZooServer{ID: 2, PeerPort: 10, ElectionPort: 11, ClientPort: 12}
+	if got, want := s.Line(), "server.2=127.0.0.1:10:11;127.0.0.1:12"; got != want {
+		t.Errorf("Line() = %q, want %q", got, want)
 	}
 }
 
