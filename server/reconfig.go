@@ -192,18 +192,7 @@ func (r *replica) confChanged(ce *quorum.ConfEntry) {
 // sync, it waits in the connection's queue until done, then answers with the new
 // /zookeeper/config.
 func (c *conn) reconfigure(r *request) bool {
-	r.write = true
-	c.mu.Lock()
-	c.queue = append(c.queue, r)
-	c.mu.Unlock()
-	c.s.goroutine(func() {
-		code := c.s.rep.reconfigure(c.ctx, r.rec.(*wire.ReconfigRequest), r.ids)
-		c.s.treeMu.RLock()
-		defer c.s.treeMu.RUnlock()
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		r.err, r.ready = code, true
-		c.answerReadyLocked()
+	return c.answerLater(r, func() (wire.Code, bool) {
+		return c.s.rep.reconfigure(c.ctx, r.rec.(*wire.ReconfigRequest), r.ids), true
 	})
-	return true
 }

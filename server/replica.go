@@ -192,15 +192,7 @@ func (r *replica) setMembers(ms []Member) {
 		r.s.logger.Warn("this server was removed from the ensemble: it serves no clients any more; stop it")
 		r.serving.Store(false)
 		for _, c := range r.s.connList() {
-			c.close()
-		}
-		if r.leading.Load() {
-			for _, m := range ms {
-				if !m.Observer {
-					r.node.TransferLeadership(uint64(m.ID))
-					break
-				}
-			}
+			c.close() // a removed leader has stepped down already (quorum.Node)
 		}
 	}
 }

@@ -217,23 +217,33 @@ func (c *conn) answerReadyLocked() {
 
 // syncWithLeader answers a sync on a member of an ensemble once the member has applied
 // everything the leader had committed when the sync arrived (a Raft ReadIndex round),
-// so that reads after it see every write acknowledged before it anywhere. Requests
-// behind it wait for it as for a write.
+// so that reads after it see every write acknowledged before it anywhere.
 func (c *conn) syncWithLeader(r *request) bool {
+	return c.answerLater(r, func() (wire.Code, bool) {
+		_, err := c.s.rep.node.ReadIndex(c.ctx)
+		return wire.OK, err == nil // without an answer the member lost its leader, or the connection closed
+	})
+}
+
+// answerLater queues r behind the connection's requests as a write is queued, so that
+// requests after it wait for it, and runs work on a goroutine of its own. It then
+// answers r with work's code, in order, or closes the connection if work says so.
+func (c *conn) answerLater(r *request, work func() (code wire.Code, ok bool)) bool {
 	r.write = true
 	c.mu.Lock()
 	c.queue = append(c.queue, r)
 	c.mu.Unlock()
 	c.s.goroutine(func() {
-		if _, err := c.s.rep.node.ReadIndex(c.ctx); err != nil {
-			c.close() // the member lost its leader, or the connection closed
+		code, ok := work()
+		if !ok {
+			c.close()
 			return
 		}
 		c.s.treeMu.RLock()
 		defer c.s.treeMu.RUnlock()
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		r.ready = true
+		r.err, r.ready = code, true
 		c.answerReadyLocked()
 	})
 	return true

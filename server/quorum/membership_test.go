@@ -85,13 +85,15 @@ func TestJoinAndLeave(t *testing.T) {
 	}
 	change := func(via uint64, typ raftpb.ConfChangeType, id uint64, note string) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, err := c.members[via].node.ProposeConfChange(ctx,
-			[]*raftpb.ConfChangeSingle{{Type: typ.Enum(), NodeId: new(id)}}, []byte(note))
-		if err != nil {
-			t.Fatalf("conf change %s: %v", note, err)
-		}
+		// A change proposed while there is no leader (the last one removed it) is
+		// dropped: retry, as a client would. Adding or removing twice changes nothing.
+		eventually(t, 10*time.Second, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_, err := c.members[via].node.ProposeConfChange(ctx,
+				[]*raftpb.ConfChangeSingle{{Type: typ.Enum(), NodeId: new(id)}}, []byte(note))
+			return err
+		})
 		for _, m := range c.members {
 			if m.node != nil {
 				m.node.SetPeers(c.others(m.id))

@@ -170,7 +170,8 @@ func newNode(cfg Config, st Storage, apply ApplyFunc, logger *slog.Logger) (*Nod
 		Storage: st, MaxSizePerMsg: cfg.MaxSizePerMsg, MaxInflightMsgs: cfg.MaxInflightMsgs,
 		MaxUncommittedEntriesSize: 64 << 20,
 		PreVote:                   true, CheckQuorum: true,
-		Logger: raftLogger{n.logger},
+		StepDownOnRemoval: true, // a leader removed from the ensemble stops leading at once
+		Logger:            raftLogger{n.logger},
 	})
 	n.transport = NewTransport(ln, cfg.ID, cfg.others(), cfg.SendQueue, n.receive, cfg.OnNote,
 		n.rn.ReportUnreachable, n.logger)
@@ -525,12 +526,6 @@ func (n *Node) ProposeConfChange(ctx context.Context, changes []*raftpb.ConfChan
 // SetPeers changes the addresses messages go to (id → address, this member left
 // out), after a membership change.
 func (n *Node) SetPeers(peers map[uint64]string) { n.transport.SetPeers(peers) }
-
-// TransferLeadership asks the leader to hand over to member to (a voter that is up
-// to date); it returns at once, and Status tells when it happened.
-func (n *Node) TransferLeadership(to uint64) {
-	n.rn.TransferLeadership(context.Background(), n.Status().Leader, to)
-}
 
 // ID is this member's id.
 func (n *Node) ID() uint64 { return n.id }

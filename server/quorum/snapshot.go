@@ -245,15 +245,13 @@ func (s *FileStorage) rotate(base uint64) error {
 		return err
 	}
 	f, err := os.OpenFile(filepath.Join(s.dir, name), os.O_RDWR, 0o644)
-	if err == nil {
-		_, err = f.Seek(0, 2)
-	}
 	if err != nil {
 		return fmt.Errorf("quorum: open log: %w", err)
 	}
 	s.mu.Lock()
 	old := s.f
 	s.f, s.base = f, base
+	s.off, s.size = int64(len(buf)), int64(len(buf))
 	s.mu.Unlock()
 	if old != nil {
 		old.Close()

@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -56,8 +57,8 @@ func (m *member) restoreCount() int {
 	return m.restores
 }
 
-// storageFiles returns the sizes of the log files and the names of the snapshot
-// files in dir.
+// storageFiles returns the sizes of the log files, without the zeros written ahead
+// of need, and the names of the snapshot files in dir.
 func storageFiles(t *testing.T, dir string) (logs map[string]int64, snaps []string) {
 	t.Helper()
 	des, err := os.ReadDir(dir)
@@ -68,11 +69,11 @@ func storageFiles(t *testing.T, dir string) (logs map[string]int64, snaps []stri
 	for _, de := range des {
 		switch name := de.Name(); {
 		case strings.HasSuffix(name, logSuffix):
-			fi, err := os.Stat(filepath.Join(dir, name))
+			b, err := os.ReadFile(filepath.Join(dir, name))
 			if err != nil {
 				t.Fatal(err)
 			}
-			logs[name] = fi.Size()
+			logs[name] = int64(len(bytes.TrimRight(b, "\x00")))
 		case strings.HasSuffix(name, snapSuffix):
 			snaps = append(snaps, name)
 		}

@@ -66,11 +66,18 @@ type FileStorage struct {
 
 	dir string // "" when memory-only
 
-	mu   sync.Mutex // guards f, base and buf (Save and Checkpoint vs Close)
+	mu   sync.Mutex // guards f, base, off, size and buf (Save and Checkpoint vs Close)
 	f    *os.File   // the current log file; nil when memory-only or closed
 	base uint64     // index of the snapshot the current log follows (0: none)
+	off  int64      // where the next record goes in f
+	size int64      // f's size: beyond off it holds zeros, written ahead of need
 	buf  []byte     // reused encoding buffer
 }
+
+// preallocChunk is how far ahead of need a log file is extended with zeros: an
+// fdatasync of a record written into space already allocated and written need not
+// commit a change of the file's size, and costs less than the fsync of an append.
+const preallocChunk = 8 << 20
 
 // OpenFileStorage opens the storage in dir, creating dir if needed: it loads the
 // newest valid snapshot file, then replays the log file that follows it (see
@@ -114,16 +121,14 @@ func OpenFileStorage(dir string, logger *slog.Logger) (*FileStorage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("quorum: open log: %w", err)
 	}
-	if good < len(data) {
+	s.off, s.size = int64(good), int64(len(data))
+	if good < len(data) && !allZero(data[good:]) {
 		logger.Warn("truncating torn log tail", "path", path, "offset", good, "size", len(data))
 		if err := f.Truncate(int64(good)); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("quorum: truncate log: %w", err)
 		}
-	}
-	if _, err := f.Seek(int64(good), 0); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("quorum: seek log: %w", err)
+		s.size = s.off
 	}
 	if err := syncDir(dir); err != nil {
 		f.Close()
@@ -131,6 +136,17 @@ func OpenFileStorage(dir string, logger *slog.Logger) (*FileStorage, error) {
 	}
 	s.f = f
 	return s, nil
+}
+
+// allZero reports whether b holds only zeros: the preallocated end of a log, not a
+// torn record.
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // coverSnapshot raises a replayed hard state that is behind snap: after a crash
@@ -253,14 +269,37 @@ func (s *FileStorage) write(hs *raftpb.HardState, ents []*raftpb.Entry, sync boo
 	if len(s.buf) == 0 {
 		return nil
 	}
-	if _, err := s.f.Write(s.buf); err != nil {
+	if end := s.off + int64(len(s.buf)); end > s.size {
+		if err := s.extend(end); err != nil {
+			return err
+		}
+	}
+	if _, err := s.f.WriteAt(s.buf, s.off); err != nil {
 		return fmt.Errorf("quorum: write log: %w", err)
 	}
+	s.off += int64(len(s.buf))
 	if sync {
-		if err := s.f.Sync(); err != nil {
+		if err := fdatasync(s.f); err != nil {
 			return fmt.Errorf("quorum: sync log: %w", err)
 		}
 	}
+	return nil
+}
+
+// extend writes zeros from the end of the log file to preallocChunk past need and
+// makes the new size durable. The caller holds s.mu.
+func (s *FileStorage) extend(need int64) error {
+	zeros := make([]byte, 1<<20)
+	size := need + preallocChunk
+	for at := s.size; at < size; at += int64(len(zeros)) {
+		if _, err := s.f.WriteAt(zeros[:min(int64(len(zeros)), size-at)], at); err != nil {
+			return fmt.Errorf("quorum: extend log: %w", err)
+		}
+	}
+	if err := s.f.Sync(); err != nil {
+		return fmt.Errorf("quorum: extend log: %w", err)
+	}
+	s.size = size
 	return nil
 }
 
@@ -300,7 +339,10 @@ func (s *FileStorage) Close() error {
 	if s.f == nil {
 		return nil
 	}
-	err := s.f.Close()
+	// A log closed cleanly ends at its last record; the zeros ahead are for a
+	// running log only.
+	err := s.f.Truncate(s.off)
+	err = errors.Join(err, s.f.Close())
 	s.f = nil
 	return err
 }

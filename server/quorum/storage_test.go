@@ -1,9 +1,11 @@
 package quorum
 
 import (
+	"bytes"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -170,4 +172,44 @@ func TestFileStorageCheckpoint(t *testing.T) {
 	if len(ents) != 2 || string(ents[0].GetData()) != "e" || string(ents[1].GetData()) != "f" {
 		t.Fatalf("reopened entries = %v, want e, f", ents)
 	}
+}
+
+// TestFileStoragePreallocates: the log is written into zeros written ahead of need,
+// which a restart after a crash (no Close) reads as the end of the log, not as a torn
+// record; a clean Close cuts them off.
+func TestFileStoragePreallocates(t *testing.T) {
+	dir := t.TempDir()
+	logger := slog.New(slog.DiscardHandler)
+	s, err := OpenFileStorage(dir, logger)
+	must(t, err)
+	must(t, s.Save(nil, []*raftpb.Entry{entry(1, 1, "a"), entry(1, 2, "b")}, nil, true))
+	path := filepath.Join(dir, logFile)
+	fi, err := os.Stat(path)
+	must(t, err)
+	if fi.Size() < preallocChunk {
+		t.Fatalf("log is %d bytes, want it preallocated to at least %d", fi.Size(), preallocChunk)
+	}
+	// A crash: the file is left as it is, and opened again.
+	crashed, err := os.ReadFile(path)
+	must(t, err)
+	must(t, s.Close())
+	must(t, os.WriteFile(path, crashed, 0o644))
+	var logs bytes.Buffer
+	s, err = OpenFileStorage(dir, slog.New(slog.NewTextHandler(&logs, nil)))
+	must(t, err)
+	checkEntries(t, s, []string{"a", "b"}, nil)
+	if strings.Contains(logs.String(), "torn") {
+		t.Errorf("zeros ahead of the last record taken for a torn tail: %s", logs.String())
+	}
+	must(t, s.Save(nil, []*raftpb.Entry{entry(1, 3, "c")}, nil, true))
+	must(t, s.Close())
+	fi, err = os.Stat(path)
+	must(t, err)
+	if fi.Size() >= preallocChunk {
+		t.Errorf("a closed log is %d bytes: the zeros ahead were not cut off", fi.Size())
+	}
+	s, err = OpenFileStorage(dir, logger)
+	must(t, err)
+	checkEntries(t, s, []string{"a", "b", "c"}, nil)
+	must(t, s.Close())
 }
