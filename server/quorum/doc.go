@@ -94,6 +94,11 @@
 // leader's conflicting tail), an entry at or before the snapshot is skipped, and a
 // torn or corrupt log tail is truncated at the last whole record and reported.
 //
+// The log file is extended with zeros 8 MiB ahead of need (and the new size fsynced),
+// so the records of a Save are written into allocated space and made durable with
+// an fdatasync that need not commit a change of size; Open reads zeros after the
+// last record as the end of the log, not as a torn tail, and Close cuts them off.
+//
 // A snapshot at index S (a Checkpoint, or one received in Save) goes to disk in
 // three steps, each durable before the next:
 //
