@@ -14,6 +14,7 @@ import (
 	"github.com/paddock/paddock/internal/testutil"
 	"github.com/paddock/paddock/server"
 	"github.com/paddock/paddock/server/admin"
+	"github.com/paddock/paddock/server/wire"
 )
 
 // connectTo connects to one of the given servers, through dial if it is not nil.
@@ -331,4 +332,70 @@ func configWatch(t *testing.T, c *zk.Conn) <-chan zk.Event {
 		t.Fatal(err)
 	}
 	return ch
+}
+
+func TestEnsembleOfFiveSurvivesTwoFailures(t *testing.T) {
+	e := testutil.StartEnsemble(t, 5, 0, nil)
+	c, _ := connectTo(t, e.Addrs())
+	if _, err := c.Create("/five", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	// Two members down, the leader among them: three of five are a quorum.
+	leader := e.Leader()
+	e.Stop(leader)
+	e.Stop((leader + 1) % 5)
+	testutil.Eventually(t, 20*time.Second, 20*time.Millisecond, func() bool {
+		_, err := c.Create("/three-of-five", nil, 0, zk.WorldACL(zk.PermAll))
+		return err == nil || err == zk.ErrNodeExists
+	}, "three of five members take no writes")
+	// A third down: no quorum, no member serves.
+	e.Stop((e.Leader() + 1) % 5)
+	for i := range 5 {
+		if s := e.Server(i); s != nil {
+			testutil.Eventually(t, 20*time.Second, 20*time.Millisecond, func() bool { return s.Stats().NotServing },
+				"member %d still serves with two of five members up", i+1)
+		}
+	}
+}
+
+// TestEnsembleRefusesAClientAheadOfIt: a member refuses a client that has seen a
+// zxid it has not applied, closing the connection without an answer, as ZooKeeper
+// does; the client then tries another member.
+func TestEnsembleRefusesAClientAheadOfIt(t *testing.T) {
+	e := testutil.StartEnsemble(t, 3, 0, nil)
+	c, _ := connectTo(t, e.Addrs()[:1])
+	if _, err := c.Create("/x", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	_, stat, err := c.Exists("/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := connectTo(t, e.Addrs()[1:2])
+	if _, err := other.Sync("/x"); err != nil { // member 2 has applied the create
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		seen   int64
+		answer bool
+	}{{stat.Mzxid, true}, {stat.Mzxid + 1000, false}} {
+		nc, err := net.DialTimeout("tcp", e.Addrs()[1], 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var enc wire.Encoder
+		off := enc.BeginFrame()
+		req := wire.ConnectRequest{LastZxidSeen: tt.seen, Timeout: 4000, Password: make([]byte, wire.PasswordLen)}
+		req.Encode(&enc)
+		enc.EndFrame(off)
+		if _, err := nc.Write(enc.Bytes()); err != nil {
+			t.Fatal(err)
+		}
+		nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, err := nc.Read(make([]byte, 64))
+		nc.Close()
+		if got := n > 0; got != tt.answer {
+			t.Errorf("lastZxidSeen %x (member at %x or later): answered %v (%v), want %v", tt.seen, stat.Mzxid, got, err, tt.answer)
+		}
+	}
 }
