@@ -53,6 +53,9 @@ type replica struct {
 
 	serving atomic.Bool
 	removed atomic.Bool // a reconfig took this member out of the ensemble
+	// peers is node for setMembers, which the apply of the log's membership
+	// changes calls while quorum.New replays the log, before node is set.
+	peers atomic.Pointer[quorum.Node]
 	leading atomic.Bool
 	status  atomic.Pointer[quorum.Status] // as watchLoop last saw it
 }
@@ -107,9 +110,13 @@ func (s *Server) startReplica() error {
 		return fmt.Errorf("server: start ensemble member: %w", err)
 	}
 	r.node = node
+	r.peers.Store(node)
 	if err := node.WaitApplied(ctx, node.Status().Commit); err != nil {
 		return fmt.Errorf("server: replay the raft log: %w", err)
 	}
+	// The replay may have changed the membership (a reconfig in the log or the
+	// snapshot) before the node existed to be told: its peers are set again here.
+	r.setMembers(r.membersNow())
 	s.treeMu.RLock()
 	next := initialSessionID(s.cfg.ServerID, time.Now())
 	for _, sess := range s.tree.Sessions() {
@@ -182,8 +189,8 @@ func (r *replica) setMembers(ms []Member) {
 			peers[uint64(m.ID)] = m.PeerAddr
 		}
 	}
-	if r.node != nil {
-		r.node.SetPeers(peers)
+	if n := r.peers.Load(); n != nil { // nil while quorum.New replays the log
+		n.SetPeers(peers)
 	}
 	switch {
 	case in && r.removed.Swap(false):
