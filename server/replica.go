@@ -55,7 +55,7 @@ type replica struct {
 	removed atomic.Bool // a reconfig took this member out of the ensemble
 	// peers is node for setMembers, which the apply of the log's membership
 	// changes calls while quorum.New replays the log, before node is set.
-	peers atomic.Pointer[quorum.Node]
+	peers   atomic.Pointer[quorum.Node]
 	leading atomic.Bool
 	status  atomic.Pointer[quorum.Status] // as watchLoop last saw it
 }
