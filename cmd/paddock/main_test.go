@@ -110,7 +110,7 @@ func TestBadConfigExitsNonZero(t *testing.T) {
 	yamlTypo := writeFile(t, "paddock.yaml", "server:\n  client_addr: 127.0.0.1:0\n  tick_tim: 2s\n")
 	zooTypo := writeFile(t, "zoo.cfg", "tickTim=2000\ndataDir=/tmp/zk\nclientPort=2181\n")
 	badValue := writeFile(t, "paddock.yaml", "server:\n  tick_time: 2 seconds\n")
-	ensemble := writeFile(t, "zoo.cfg", "tickTime=2000\ndataDir=/tmp/zk\nclientPort=2181\n"+
+	noMyid := writeFile(t, "zoo.cfg", "tickTime=2000\ndataDir="+t.TempDir()+"\nclientPort=2181\n"+
 		"server.1=zk1:2888:3888\nserver.2=zk2:2888:3888\nserver.3=zk3:2888:3888\n")
 	tests := []struct {
 		name string
@@ -120,7 +120,7 @@ func TestBadConfigExitsNonZero(t *testing.T) {
 		{"yaml typo", []string{"server", "--config", yamlTypo}, "unknown key server.tick_tim"},
 		{"zoo.cfg typo", []string{"server", "--zoo-cfg", zooTypo}, `tickTim = "2000": unknown key`},
 		{"bad value", []string{"server", "--config", badValue}, `server.tick_time = "2 seconds": want a duration like 2s`},
-		{"ensemble", []string{"server", "--zoo-cfg", ensemble}, "replicated ensemble is not supported yet"},
+		{"ensemble member without myid", []string{"server", "--zoo-cfg", noMyid}, "myid: missing: an ensemble member needs its id"},
 		{"bad flag value", []string{"server", "--client-addr", "nowhere"}, "server.client_addr = nowhere: want host:port"},
 		{"missing file", []string{"server", "--config", "/nonexistent/paddock.yaml"}, "/nonexistent/paddock.yaml"},
 		{"bad log level", []string{"server", "--log-level", "loud"}, `--log-level "loud"`},
