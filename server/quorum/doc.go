@@ -9,15 +9,22 @@
 // New opens the member's storage, starts its Transport and its Ready loop (Node.run,
 // one goroutine), which owns everything Raft hands out, in the order Raft requires:
 //
-//	tick ──► raft.Node ──Ready──► 1. Storage.Save(HardState, Entries, Snapshot)  fsync when MustSync
-//	                              2. Transport.Send(Messages)                      only after 1
-//	                              3. Snapshot (from the leader) ──► Snapshotter.Restore, applied = its index
-//	                              4. apply CommittedEntries after it, in order:
-//	                                   conf change ──► raft ApplyConfChange
+//	tick ──► raft.Node ──Ready──► 1. the leader: Transport.Send(Messages)
+//	                              2. apply CommittedEntries, in order (unless a snapshot came):
+//	                                   conf change ──► raft ApplyConfChange, OnConfChange
 //	                                   proposal    ──► ApplyFunc, then wake its Propose
-//	                              5. ReadStates ──► wake their ReadIndex
-//	                              6. every SnapshotEntries applied: Snapshotter.Snapshot ──► Storage.Checkpoint
-//	                              7. Advance
+//	                              3. Storage.Save(HardState, Entries, Snapshot)  fdatasync when MustSync
+//	                              4. the others: Transport.Send(Messages)         only after 3
+//	                              5. a Snapshot (from the leader) ──► Snapshotter.Restore, applied = its
+//	                                 index, then the CommittedEntries after it
+//	                              6. ReadStates ──► wake their ReadIndex
+//	                              7. every SnapshotEntries applied: Snapshotter.Snapshot ──► Storage.Checkpoint
+//	                              8. Advance
+//
+// Committed entries are applied before the Ready's own write because a quorum has
+// them on disk already: Raft counts the leader's own append only once Advance says
+// it is durable, so no commit rests on a write still in flight. Their answers then do
+// not wait for the next batch's fsync.
 //
 // Raft runs with PreVote and CheckQuorum on; the election timeout is ElectionTicks
 // Ticks. A member that is not the leader sends its proposals (Propose, Submit,

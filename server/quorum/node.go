@@ -275,6 +275,16 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	if leading {
 		n.transport.Send(rd.Messages)
 	}
+	// Committed entries are on the disks of a quorum already (the leader counts
+	// itself only once its own write is durable: raft acks it at Advance), so they
+	// are applied before this Ready's own write, which then does not delay their
+	// answers — unless a snapshot comes first, which is kept before it is restored.
+	snap := rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot)
+	if !snap {
+		if err := n.applyCommitted(rd.CommittedEntries); err != nil {
+			return err
+		}
+	}
 	if err := n.storage.Save(rd.HardState, rd.Entries, rd.Snapshot, rd.MustSync); err != nil {
 		return err
 	}
@@ -282,16 +292,11 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		n.transport.Send(rd.Messages)
 	}
 	n.reportSnapshots(rd.Messages)
-	if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
+	if snap {
 		if err := n.restore(rd.Snapshot); err != nil {
 			return err
 		}
-	}
-	for _, e := range rd.CommittedEntries {
-		if e.GetIndex() <= n.applied.Load() {
-			continue // covered by a snapshot restored in this Ready
-		}
-		if err := n.applyEntry(e); err != nil {
+		if err := n.applyCommitted(rd.CommittedEntries); err != nil {
 			return err
 		}
 	}
@@ -299,6 +304,20 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		n.readDone(rs)
 	}
 	return n.maybeSnapshot()
+}
+
+// applyCommitted applies the committed entries of a Ready in order, skipping those a
+// snapshot restored before them covers.
+func (n *Node) applyCommitted(ents []*raftpb.Entry) error {
+	for _, e := range ents {
+		if e.GetIndex() <= n.applied.Load() {
+			continue
+		}
+		if err := n.applyEntry(e); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // applyEntry applies one committed entry: a conf change to Raft, a proposal to the
