@@ -193,7 +193,13 @@ func (c *conn) completeWrite(p *proposal, res *txn.Result) {
 		c.close()
 		return
 	}
-	p.req.res, p.req.ready = *res, true
+	if c.queue[0] == p.req { // the common case: answer it now, without keeping res
+		c.queue[0] = nil
+		c.queue = c.queue[1:]
+		c.replyWrite(p, res)
+	} else {
+		p.req.res, p.req.ready = *res, true
+	}
 	c.answerReadyLocked()
 }
 
