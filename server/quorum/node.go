@@ -429,20 +429,26 @@ func (n *Node) Propose(ctx context.Context, data []byte) (uint64, error) {
 	if len(data) == 0 {
 		return 0, ErrEmpty
 	}
+	return n.await(ctx, "propose", func(seq uint64) error { return n.propose(ctx, seq, data) })
+}
+
+// await registers a new sequence number, hands it to send, and waits until the entry
+// send proposed under it is applied on this member; it returns the entry's index.
+func (n *Node) await(ctx context.Context, what string, send func(seq uint64) error) (uint64, error) {
 	seq := n.seq.Add(1)
 	w := make(chan uint64, 1)
 	if err := n.register(n.waiters, seq, w); err != nil {
 		return 0, err
 	}
 	defer n.unregister(n.waiters, seq)
-	if err := n.propose(ctx, seq, data); err != nil {
+	if err := send(seq); err != nil {
 		return 0, err
 	}
 	select {
 	case idx := <-w:
 		return idx, nil
 	case <-ctx.Done():
-		return 0, fmt.Errorf("quorum: propose: %w", ctx.Err())
+		return 0, fmt.Errorf("quorum: %s: %w", what, ctx.Err())
 	case <-n.done:
 		return 0, n.closedErr()
 	}
@@ -478,11 +484,16 @@ func (n *Node) Err() error {
 
 // propose puts the header before data and hands it to Raft.
 func (n *Node) propose(ctx context.Context, seq uint64, data []byte) error {
+	return n.step(ctx, &raftpb.Entry{Type: raftpb.EntryNormal.Enum(), Data: n.withHeader(seq, data)})
+}
+
+// withHeader returns data behind the proposal header: this member's id and seq.
+func (n *Node) withHeader(seq uint64, data []byte) []byte {
 	buf := make([]byte, proposalHeader+len(data))
 	binary.BigEndian.PutUint64(buf, n.id)
 	binary.BigEndian.PutUint64(buf[8:], seq)
 	copy(buf[proposalHeader:], data)
-	return n.step(ctx, &raftpb.Entry{Type: raftpb.EntryNormal.Enum(), Data: buf})
+	return buf
 }
 
 // step hands a proposal to the leader. The leader steps it into its own Raft; any
@@ -515,31 +526,13 @@ func (n *Node) step(ctx context.Context, e *raftpb.Entry) error {
 // automatically. Raft takes one change at a time: while another is still being
 // applied, the proposal is dropped and this waits until ctx ends.
 func (n *Node) ProposeConfChange(ctx context.Context, changes []*raftpb.ConfChangeSingle, context []byte) (uint64, error) {
-	seq := n.seq.Add(1)
-	buf := make([]byte, proposalHeader+len(context))
-	binary.BigEndian.PutUint64(buf, n.id)
-	binary.BigEndian.PutUint64(buf[8:], seq)
-	copy(buf[proposalHeader:], context)
-	w := make(chan uint64, 1)
-	if err := n.register(n.waiters, seq, w); err != nil {
-		return 0, err
-	}
-	defer n.unregister(n.waiters, seq)
-	data, err := proto.Marshal(&raftpb.ConfChangeV2{Changes: changes, Context: buf})
-	if err != nil {
-		return 0, fmt.Errorf("quorum: propose conf change: %w", err)
-	}
-	if err := n.step(ctx, &raftpb.Entry{Type: raftpb.EntryConfChangeV2.Enum(), Data: data}); err != nil {
-		return 0, err
-	}
-	select {
-	case idx := <-w:
-		return idx, nil
-	case <-ctx.Done():
-		return 0, fmt.Errorf("quorum: propose conf change: %w", ctx.Err())
-	case <-n.done:
-		return 0, n.closedErr()
-	}
+	return n.await(ctx, "propose conf change", func(seq uint64) error {
+		data, err := proto.Marshal(&raftpb.ConfChangeV2{Changes: changes, Context: n.withHeader(seq, context)})
+		if err != nil {
+			return fmt.Errorf("quorum: propose conf change: %w", err)
+		}
+		return n.step(ctx, &raftpb.Entry{Type: raftpb.EntryConfChangeV2.Enum(), Data: data})
+	})
 }
 
 // SetPeers changes the addresses messages go to (id → address, this member left
