@@ -383,7 +383,8 @@ func (r *replica) failPending() {
 	}
 }
 
-// watchLoop follows the member's Raft state every tenth of the election timeout.
+// watchLoop follows the member's Raft state when Raft says it changed, and every tenth
+// of the election timeout.
 func (r *replica) watchLoop() {
 	s := r.s
 	ticker := time.NewTicker(max(s.cfg.ElectionTimeout/10, time.Millisecond))
@@ -398,6 +399,7 @@ func (r *replica) watchLoop() {
 			s.fatal(fmt.Errorf("raft: %w", r.node.Err()))
 			return
 		case <-ticker.C:
+		case <-r.node.Changed(): // a lost leader closes the clients' connections at once
 		}
 		st := r.node.Status()
 		r.status.Store(&st)

@@ -138,3 +138,19 @@ func (c *cluster) others(id uint64) map[uint64]string {
 	}
 	return out
 }
+
+func TestChangedSignalsANewLeader(t *testing.T) {
+	c := newCluster(t, 3, 0)
+	lead := c.leader(5 * time.Second)
+	follower := lead%3 + 1
+	select { // drain what the first election signalled
+	case <-c.members[follower].node.Changed():
+	default:
+	}
+	c.stop(lead)
+	select {
+	case <-c.members[follower].node.Changed():
+	case <-time.After(10 * time.Second):
+		t.Fatal("no signal after the leader stopped")
+	}
+}

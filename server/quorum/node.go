@@ -97,6 +97,7 @@ type Node struct {
 	seq     atomic.Uint64 // last proposal / read request number; starts at the clock
 	applied atomic.Uint64 // written by the Ready loop only
 	leader  atomic.Uint64 // the leader as of the last Ready's SoftState; 0: none known
+	changed chan struct{} // signalled (capacity 1) when the leader or the role changes
 
 	mu        sync.Mutex             // guards the fields below
 	waiters   map[uint64]chan uint64 // proposal seq → applied index
@@ -155,7 +156,7 @@ func newNode(cfg Config, st Storage, apply ApplyFunc, logger *slog.Logger) (*Nod
 		cfg: cfg, id: cfg.ID, apply: apply, logger: logger.With("member", cfg.ID), storage: st,
 		waiters: make(map[uint64]chan uint64), reads: make(map[uint64]chan uint64),
 		appliedCh: make(chan struct{}), learners: make(map[uint64]bool),
-		stop: make(chan struct{}), done: make(chan struct{}),
+		stop: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{}, 1),
 	}
 	n.seq.Store(uint64(time.Now().UnixNano()))
 	if err := n.loadSnapshot(); err != nil {
@@ -271,6 +272,10 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	if rd.SoftState != nil {
 		n.leading = rd.SoftState.RaftState == raft.StateLeader
 		n.leader.Store(rd.SoftState.Lead)
+		select {
+		case n.changed <- struct{}{}:
+		default:
+		}
 	}
 	if leading {
 		n.transport.Send(rd.Messages)
@@ -470,6 +475,10 @@ func (n *Node) Submit(ctx context.Context, seq uint64, data []byte) error {
 	}
 	return n.propose(ctx, seq, data)
 }
+
+// Changed receives a value when the member's leader or role may have changed, so that
+// a caller watching Status need not wait for its next poll.
+func (n *Node) Changed() <-chan struct{} { return n.changed }
 
 // Done is closed when the member stops: Close was called, or its Ready loop failed
 // (Err says why).
