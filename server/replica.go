@@ -56,7 +56,6 @@ type replica struct {
 	// peers is node for setMembers, which the apply of the log's membership
 	// changes calls while quorum.New replays the log, before node is set.
 	peers   atomic.Pointer[quorum.Node]
-	leading atomic.Bool
 	status  atomic.Pointer[quorum.Status] // as watchLoop last saw it
 }
 
@@ -197,10 +196,7 @@ func (r *replica) setMembers(ms []Member) {
 		r.s.logger.Info("this server is a member of the ensemble again")
 	case !in && !r.removed.Swap(true):
 		r.s.logger.Warn("this server was removed from the ensemble: it serves no clients any more; stop it")
-		r.serving.Store(false)
-		for _, c := range r.s.connList() {
-			c.close() // a removed leader has stepped down already (quorum.Node)
-		}
+		r.stopServing() // a removed leader has stepped down already (quorum.Node)
 	}
 }
 
@@ -402,11 +398,10 @@ func (r *replica) watchLoop() {
 		case <-r.node.Changed(): // a lost leader closes the clients' connections at once
 		}
 		st := r.node.Status()
-		r.status.Store(&st)
 		if st.Leader != last.Leader || st.Term != last.Term {
 			r.leaderChanged(st)
 		}
-		r.leading.Store(st.Role == quorum.RoleLeader)
+		r.status.Store(&st) // after leaderChanged: a new leader expires nothing before it re-arms the sessions
 		if st.Leader != 0 && !r.serving.Load() && !r.removed.Load() {
 			r.catchUp()
 		}
@@ -425,13 +420,7 @@ func (r *replica) watchLoop() {
 func (r *replica) leaderChanged(st quorum.Status) {
 	s := r.s
 	s.logger.Info("leader changed", "leader", st.Leader, "term", st.Term, "role", st.Role.String())
-	if r.serving.Swap(false) {
-		s.logger.Info("not serving clients until caught up with a leader")
-	}
-	r.failPending()
-	for _, c := range s.connList() {
-		c.close()
-	}
+	r.stopServing()
 	if st.Role == quorum.RoleLeader {
 		now := time.Now()
 		s.treeMu.RLock()
@@ -439,6 +428,19 @@ func (r *replica) leaderChanged(st quorum.Status) {
 			s.sessions.Add(sess.ID, time.Duration(sess.Timeout)*time.Millisecond, now)
 		}
 		s.treeMu.RUnlock()
+	}
+}
+
+// stopServing stops serving clients until catchUp (never, once removed): the
+// proposals waiting are given up and every client connection is closed, so that
+// clients reconnect, here or elsewhere, to a state at least as new as the last they saw.
+func (r *replica) stopServing() {
+	if r.serving.Swap(false) {
+		r.s.logger.Info("not serving clients until caught up with a leader")
+	}
+	r.failPending()
+	for _, c := range r.s.connList() {
+		c.close()
 	}
 }
 
@@ -480,7 +482,7 @@ func (r *replica) report(leader uint64) {
 
 // onNote receives another member's report of its sessions' traffic.
 func (r *replica) onNote(from uint64, data []byte) {
-	if !r.leading.Load() || len(data)%8 != 0 {
+	if !r.leading() || len(data)%8 != 0 {
 		return
 	}
 	now := time.Now()
@@ -506,8 +508,8 @@ func (r *replica) Snapshot() ([]byte, error) {
 }
 
 // Restore implements quorum.Snapshotter: the tree becomes the snapshot's, the session
-// table its sessions', and every client is disconnected, since their watches and
-// views belong to the state left behind.
+// table its sessions', and the member stops serving until it has caught up: its
+// clients' watches and views belong to the state left behind.
 func (r *replica) Restore(data []byte, index, term uint64) error {
 	s := r.s
 	l := datatree.NewLoader()
@@ -542,12 +544,16 @@ func (r *replica) Restore(data []byte, index, term uint64) error {
 	s.lastApplied.Store(s.lastZxid)
 	s.sessions.Replace(timeouts, time.Now())
 	s.treeMu.Unlock()
-	for _, c := range s.connList() {
-		c.close()
-	}
+	r.stopServing()
 	s.logger.Info("state loaded from a snapshot", "raft_index", index, "term", term,
 		"zxid", hexID(t.LastZxid()), "nodes", t.NodeCount()-1)
 	return nil
+}
+
+// leading reports whether the member led when watchLoop last looked.
+func (r *replica) leading() bool {
+	st := r.status.Load()
+	return st != nil && st.Role == quorum.RoleLeader
 }
 
 // mode names the member's part as ZooKeeper's srvr does.

@@ -19,8 +19,10 @@ type request struct {
 	err   wire.Code       // answer with this error instead of executing (bad record, bad op)
 	close bool            // close the connection after answering
 	start time.Time
-	// A write or a member's sync waits in its connection's queue until ready (applied,
-	// or synced with the leader); res is a write's outcome. Guarded by the conn's mu.
+	// later marks a request answered by answerLater (a member's sync or reconfig), not
+	// through the log. Such a request and a write wait in their connection's queue
+	// until ready; res is a write's outcome. ready and res are guarded by the conn's mu.
+	later bool
 	ready bool
 	res   txn.Result
 
@@ -61,7 +63,7 @@ func (c *conn) dispatch(body []byte) bool {
 		r.err, r.close = wire.ErrAuthFailed, true
 	}
 	r.ids = c.identities()
-	if rep := s.rep; rep != nil && !rep.leading.Load() {
+	if rep := s.rep; rep != nil && !rep.leading() {
 		c.reportActivity(now, sid)
 	}
 	if h.Op == wire.OpReconfig && r.err == wire.OK {
@@ -182,13 +184,13 @@ func (c *conn) authenticate(a *wire.AuthPacket) bool {
 
 // completeWrite answers a write that has been applied, then every request that was
 // waiting behind it up to the next write. Writes are applied in the order they were
-// proposed, so the write is first in the queue — unless a member's sync, still
-// waiting for the leader, is before it: then its answer waits too. The caller holds
+// proposed, so the write is first in the queue — unless a request answered later (a
+// member's sync or reconfig) is before it: then its answer waits too. The caller holds
 // the tree write lock.
 func (c *conn) completeWrite(p *proposal, res *txn.Result) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.queue) == 0 || c.queue[0] != p.req && c.queue[0].op != wire.OpSync {
+	if len(c.queue) == 0 || c.queue[0] != p.req && !c.queue[0].later {
 		c.s.logger.Error("reply out of order: dropping connection", "session_id", hexID(c.sessionID.Load()))
 		c.close()
 		return
@@ -213,7 +215,7 @@ func (c *conn) answerReadyLocked() {
 		}
 		c.queue[0] = nil
 		c.queue = c.queue[1:]
-		if r.write && r.op != wire.OpSync && r.op != wire.OpReconfig {
+		if r.write && !r.later {
 			c.replyWrite(&r.prop, &r.res)
 		} else {
 			c.execLocal(r)
@@ -235,7 +237,7 @@ func (c *conn) syncWithLeader(r *request) bool {
 // requests after it wait for it, and runs work on a goroutine of its own. It then
 // answers r with work's code, in order, or closes the connection if work says so.
 func (c *conn) answerLater(r *request, work func() (code wire.Code, ok bool)) bool {
-	r.write = true
+	r.write, r.later = true, true
 	c.mu.Lock()
 	c.queue = append(c.queue, r)
 	c.mu.Unlock()

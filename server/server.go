@@ -456,6 +456,6 @@ func (s *Server) reapable(now time.Time, limit int) []string {
 // leading reports whether this server decides what only one server may: session
 // expiry and the reaping of containers and TTL nodes. A standalone server always does;
 // in an ensemble the leader does.
-func (s *Server) leading() bool { return s.rep == nil || s.rep.leading.Load() }
+func (s *Server) leading() bool { return s.rep == nil || s.rep.leading() }
 
 func hexID(v int64) string { return fmt.Sprintf("0x%x", v) }

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
+	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -57,6 +60,18 @@ func (r Result) WriteVisualization(path string) error {
 		return fmt.Errorf("lincheck: visualization %s: %w", path, err)
 	}
 	return nil
+}
+
+// KeepVisualization writes the drawing into dir (a test's testutil.ArtifactDir) under
+// the test's name, and logs where; a failure to write it fails the test.
+func (r Result) KeepVisualization(tb testing.TB, dir string) {
+	tb.Helper()
+	path := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(tb.Name())+".html")
+	if err := r.WriteVisualization(path); err != nil {
+		tb.Error(err)
+		return
+	}
+	tb.Logf("history drawn in %s", path)
 }
 
 // Check checks ops for linearizability, each znode starting at its value in init, and

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -47,7 +45,7 @@ func TestLiveHistory(t *testing.T) {
 	}
 	t.Log(res)
 	if res.Verdict != Linearizable {
-		keepVisualization(t, res)
+		res.KeepVisualization(t, testutil.ArtifactDir(t))
 		t.Fatalf("live history: %s", res)
 	}
 	if res.CASApplied < 50 || res.CASBadVersion < 10 || res.Reads < 100 || res.Indefinite != 0 {
@@ -243,26 +241,7 @@ func expectViolation(t *testing.T, init map[string]Value, ops []Op, i int, tampe
 		t.Fatal(err)
 	}
 	if res.Verdict != Violation {
-		keepVisualization(t, res)
+		res.KeepVisualization(t, testutil.ArtifactDir(t))
 		t.Fatalf("%s after changing\n  %s\nto\n  %s", res, before, ops[i])
 	}
-}
-
-// keepVisualization writes res's drawing under PADDOCK_ARTIFACTS (kept for CI) or the
-// test's temp dir, and logs where.
-func keepVisualization(t *testing.T, res Result) {
-	t.Helper()
-	dir := os.Getenv("PADDOCK_ARTIFACTS")
-	if dir == "" {
-		dir = t.TempDir()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Errorf("PADDOCK_ARTIFACTS = %s: %v", dir, err)
-		return
-	}
-	path := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())+".html")
-	if err := res.WriteVisualization(path); err != nil {
-		t.Error(err)
-		return
-	}
-	t.Logf("history drawn in %s", path)
 }

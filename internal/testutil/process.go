@@ -221,3 +221,10 @@ func (b *Binary) Remove() {
 		os.RemoveAll(b.dir)
 	}
 }
+
+// Main runs a test binary's tests (a TestMain's body) and removes b afterwards.
+func (b *Binary) Main(m *testing.M) {
+	code := m.Run()
+	b.Remove()
+	os.Exit(code)
+}

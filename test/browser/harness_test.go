@@ -242,21 +242,8 @@ func (h *harness) startBrowser() {
 		t.Fatalf("start chromium: %v", err)
 	}
 	h.tab = tab
-	artifacts := artifactDir(t)
+	artifacts := testutil.ArtifactDir(t)
 	t.Cleanup(func() { h.finish(artifacts) })
-}
-
-// artifactDir is where t's screenshot goes: PADDOCK_ARTIFACTS (kept), else a temp dir.
-func artifactDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("PADDOCK_ARTIFACTS")
-	if dir == "" {
-		return t.TempDir()
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatalf("PADDOCK_ARTIFACTS = %s: %v", dir, err)
-	}
-	return dir
 }
 
 // finish saves the screenshot and, for a failed test, logs the page.

@@ -88,7 +88,7 @@ type crashTest struct {
 
 func newCrashTest(t *testing.T) *crashTest {
 	t.Helper()
-	seed := testSeed(t)
+	seed := testutil.Seed(t, "PADDOCK_DURABILITY_SEED")
 	dir, err := os.MkdirTemp("", "paddock-durability-")
 	if err != nil {
 		t.Fatal(err)

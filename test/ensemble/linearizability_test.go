@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -40,7 +37,7 @@ const (
 // every member while a nemesis partitions members, kills the leader and slows the
 // links, and checks each run's history with internal/lincheck.
 func TestLinearizability(t *testing.T) {
-	seed := testSeed(t)
+	seed := testutil.Seed(t, "PADDOCK_ENSEMBLE_SEED")
 	c := newCluster(t, 3, clusterOptions{proxies: true})
 	for run := range linRuns {
 		if !t.Run(fmt.Sprintf("run%d", run), func(t *testing.T) {
@@ -109,7 +106,7 @@ func linearizabilityRun(t *testing.T, c *cluster, run int, rng *rand.Rand) {
 	}
 	t.Logf("%v of clients and nemesis: %s", elapsed.Round(time.Millisecond), res)
 	if res.Verdict != lincheck.Linearizable {
-		keepVisualization(t, res)
+		res.KeepVisualization(t, testutil.ArtifactDir(t))
 		t.Fatalf("%s", res)
 	}
 	if res.CASApplied < linMinApplied || res.Reads < linMinApplied {
@@ -225,23 +222,4 @@ func killLeader(c *cluster) (string, error) {
 	}
 	step += fmt.Sprintf(", member %d leads %v later, restarted", next+1, time.Since(killed).Round(time.Millisecond))
 	return step, c.members[leader].start()
-}
-
-// keepVisualization writes res's drawing under PADDOCK_ARTIFACTS (kept for CI) or the
-// test's temp dir, and logs where.
-func keepVisualization(t *testing.T, res lincheck.Result) {
-	t.Helper()
-	dir := os.Getenv("PADDOCK_ARTIFACTS")
-	if dir == "" {
-		dir = t.TempDir()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Errorf("PADDOCK_ARTIFACTS = %s: %v", dir, err)
-		return
-	}
-	path := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())+".html")
-	if err := res.WriteVisualization(path); err != nil {
-		t.Error(err)
-		return
-	}
-	t.Logf("history drawn in %s", path)
 }

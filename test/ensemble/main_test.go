@@ -2,8 +2,6 @@ package ensemble
 
 import (
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -13,11 +11,7 @@ import (
 // paddock is the binary under test, built on first use.
 var paddock testutil.Binary
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	paddock.Remove()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { paddock.Main(m) }
 
 const (
 	// tickTime is every member's zoo.cfg tickTime: sessions may last 2 to 20 ticks.
@@ -36,22 +30,6 @@ const (
 	// a restart, and for clients to get through again.
 	recoverBound = 30 * time.Second
 )
-
-// testSeed returns the seed of a test's random choices, PADDOCK_ENSEMBLE_SEED if set,
-// and logs it so that a failure can be replayed.
-func testSeed(tb testing.TB) uint64 {
-	tb.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("PADDOCK_ENSEMBLE_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			tb.Fatalf("PADDOCK_ENSEMBLE_SEED=%q: want an unsigned integer", s)
-		}
-		seed = v
-	}
-	tb.Logf("seed %d (replay with PADDOCK_ENSEMBLE_SEED=%d)", seed, seed)
-	return seed
-}
 
 // newRand returns a generator for one stream of choices of a seeded test.
 func newRand(seed, stream uint64) *rand.Rand {

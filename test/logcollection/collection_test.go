@@ -24,11 +24,7 @@ import (
 
 var paddock testutil.Binary
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	paddock.Remove()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { paddock.Main(m) }
 
 const grace = 2 * time.Second
 

@@ -7,7 +7,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,11 +22,7 @@ import (
 
 var paddock testutil.Binary
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	paddock.Remove()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { paddock.Main(m) }
 
 const sessionTimeout = 2 * time.Second
 

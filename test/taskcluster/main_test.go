@@ -23,11 +23,7 @@ import (
 // that they can be killed with SIGKILL.
 var paddock testutil.Binary
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	paddock.Remove()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { paddock.Main(m) }
 
 // sessionTimeout is the masters' and workers' session timeout: how long a killed one
 // takes to be noticed.
