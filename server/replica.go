@@ -55,8 +55,8 @@ type replica struct {
 	removed atomic.Bool // a reconfig took this member out of the ensemble
 	// peers is node for setMembers, which the apply of the log's membership
 	// changes calls while quorum.New replays the log, before node is set.
-	peers   atomic.Pointer[quorum.Node]
-	status  atomic.Pointer[quorum.Status] // as watchLoop last saw it
+	peers  atomic.Pointer[quorum.Node]
+	status atomic.Pointer[quorum.Status] // as watchLoop last saw it
 }
 
 // raftDir is where a member keeps its Raft log and snapshots.

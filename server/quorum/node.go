@@ -548,9 +548,6 @@ func (n *Node) ProposeConfChange(ctx context.Context, changes []*raftpb.ConfChan
 // out), after a membership change.
 func (n *Node) SetPeers(peers map[uint64]string) { n.transport.SetPeers(peers) }
 
-// ID is this member's id.
-func (n *Node) ID() uint64 { return n.id }
-
 // SendNote sends data to member to, outside the Raft log: best effort, no order with
 // Raft's messages, lost when the peer is unreachable. The server reports its clients'
 // session activity to the leader this way.
