@@ -28,11 +28,24 @@ func (s *Server) Stats() admin.Stats {
 		Outstanding:     s.outstanding.Load(),
 		PacketsReceived: s.received.Load(),
 		PacketsSent:     s.sent.Load(),
+		Limits:          s.limitStats(),
 	}
 	if s.rep != nil {
 		s.rep.fillStats(&st)
 	}
 	return st
+}
+
+func (s *Server) limitStats() admin.LimitStats {
+	return admin.LimitStats{
+		SessionlessExpired:     s.limits.sessionlessExpired.Load(),
+		FramesRejected:         s.limits.framesRejected.Load(),
+		LargeResponsesRejected: s.limits.largeResponses.Load(),
+		ConnectionsDropped:     s.limits.connsDropped.Load(),
+		ThrottleWaits:          s.limits.throttleWaits.Load(),
+		ConnThrottleWaits:      s.limits.connThrottleWaits.Load(),
+		QueuedBytes:            s.queued.Load(),
+	}
 }
 
 // connList returns the open connections, the one asking for a four-letter word included,
@@ -58,7 +71,7 @@ func (s *Server) Connections() []admin.Connection {
 		if exp, ok := s.sessions.Expiry(ac.SessionID); ok {
 			ac.Expires = exp
 		} else {
-			ac.Expires = c.est.Add(s.cfg.TickTime)
+			ac.Expires = c.est.Add(s.cfg.HandshakeTimeout) // closed then if it has not sent its ConnectRequest
 		}
 		c.mu.Lock()
 		ac.Queued = int64(len(c.queue))

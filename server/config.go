@@ -37,8 +37,25 @@ type Config struct {
 	// MaxBuffer is the largest request frame accepted, in bytes (jute.maxbuffer).
 	MaxBuffer int
 	// MaxOutstanding bounds the requests in flight in the server before reads from
-	// clients pause (globalOutstandingLimit).
+	// clients pause (globalOutstandingLimit): while this many requests are read and not
+	// yet answered, a connection with a request of its own outstanding stops reading.
 	MaxOutstanding int
+	// MaxOutstandingPerConn bounds one connection's requests read and not yet answered;
+	// at it the connection stops reading until one is answered (ZooKeeper has no such
+	// bound). 100 lets a client keep a deep pipeline (a group commit takes every write
+	// waiting) while ten clients, not one, are needed to reach MaxOutstanding's default.
+	MaxOutstandingPerConn int
+	// MaxQueuedBytes bounds the bytes of replies and notifications queued for clients and
+	// not yet written, over all connections; past it the connections holding the most are
+	// closed, slowest reader first (ZooKeeper has no such bound). Healthy clients drain
+	// their replies within milliseconds, so what stays queued is what slow or stuck
+	// clients leave unread: 256 MiB lets four clients each hold a connection's full 64 MiB
+	// before anyone is cut off, a small share of the few GiB a server's heap is given.
+	MaxQueuedBytes int64
+	// HandshakeTimeout is how long a new connection may take to send its ConnectRequest,
+	// or a four-letter word, before it is closed (zookeeper.nio.sessionlessCnxnTimeout,
+	// 10s in ZooKeeper).
+	HandshakeTimeout time.Duration
 
 	// SuperDigest, "super:<base64 sha1>", makes a digest identity with that hash a super user
 	// that passes every ACL check (DigestAuthenticationProvider.superDigest).
@@ -113,6 +130,9 @@ func DefaultConfig() Config {
 		MaxClientCnxns:         60,
 		MaxBuffer:              wire.DefaultMaxBuffer,
 		MaxOutstanding:         1000,
+		MaxOutstandingPerConn:  100,
+		MaxQueuedBytes:         256 << 20,
+		HandshakeTimeout:       10 * time.Second,
 		ContainerCheckInterval: time.Minute,
 		ContainerMaxPerMinute:  10000,
 		FourLetterWords:        []string{"srvr"},
@@ -177,6 +197,15 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxOutstanding < 1 {
 		bad("max_outstanding", c.MaxOutstanding, "must be >= 1")
+	}
+	if c.MaxOutstandingPerConn < 1 {
+		bad("max_outstanding_per_conn", c.MaxOutstandingPerConn, "must be >= 1")
+	}
+	if c.MaxQueuedBytes < int64(c.MaxBuffer) {
+		bad("max_queued_bytes", c.MaxQueuedBytes, fmt.Sprintf("must be at least max_buffer (%d)", c.MaxBuffer))
+	}
+	if c.HandshakeTimeout <= 0 {
+		bad("handshake_timeout", c.HandshakeTimeout, "must be > 0")
 	}
 	if c.SuperDigest != "" && !superDigestRE.MatchString(c.SuperDigest) {
 		bad("super_digest", c.SuperDigest, `want "user:<base64 SHA-1>", as zkCli's DigestAuthenticationProvider prints`)

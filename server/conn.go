@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -16,10 +17,31 @@ import (
 	"github.com/paddock/paddock/server/wire"
 )
 
-// maxQueuedBytes bounds the replies and notifications waiting for a slow client. Past it
-// the client is disconnected rather than allowed to hold memory or block the server.
-// One frame of any size is always accepted into an empty queue.
-const maxQueuedBytes = 64 << 20
+// maxConnQueuedBytes bounds the replies and notifications waiting for one slow client.
+// Past it the client is disconnected rather than allowed to hold memory or block the
+// server. One frame of any size is always accepted into an empty queue: since reads are
+// refused whose replies would pass jute.maxbuffer (replyHeadroom), that frame is at most
+// a few MiB (a multi's results, a four-letter word's report). 64 MiB is what a client that pipelines 64
+// maximal reads and reads its replies as they come may legitimately have waiting; the
+// server-wide Config.MaxQueuedBytes, not this, protects the process.
+const maxConnQueuedBytes = 64 << 20
+
+// outChunk is the size at which the outbound buffer is set aside whole and a new one
+// begun: replies piling up for a client that does not read fill a list of chunks, each
+// copied at most once as it grows, instead of one buffer that grows, and is copied,
+// without end.
+const outChunk = 256 << 10
+
+// maxKeptBuffer is the largest outbound buffer a connection keeps for reuse once it is
+// written. It holds a batch of hundreds of typical replies, so the hot path writes and
+// reuses the same two buffers; larger ones are given back, so that the memory a
+// connection holds follows the bytes it has queued, not its peak, and an idle
+// connection holds at most two of these.
+const maxKeptBuffer = 64 << 10
+
+// maxKeptReadBuffer is the largest request buffer the read loop keeps between frames,
+// the size of its bufio.Reader: a client that once sent a megabyte does not hold one.
+const maxKeptReadBuffer = 64 << 10
 
 // conn is one client connection: a read loop that decodes and dispatches requests in
 // order, and a write loop that drains the outbound buffer with as few writes as possible.
@@ -38,6 +60,16 @@ type conn struct {
 	dec       wire.Decoder // the read loop's, reused for every request
 	timeout   atomic.Int32 // negotiated session timeout, ms
 	reported  atomic.Int64 // when the session's activity was last noted for the leader, Unix ms
+
+	// pending counts this connection's requests read and not yet answered; each is also
+	// counted in Server.outstanding. Once the read loop has ended, releasePending takes
+	// what is left out of the server's count and leaves pending far below zero, so that
+	// a request answered after that (a write applied after its client left) is not
+	// taken out twice.
+	pending atomic.Int64
+	waiting atomic.Bool   // the read loop waits for room (throttle)
+	room    chan struct{} // signalled when pending falls while waiting is set (capacity 1)
+
 	// ids are the connection's identities (ip, digest, super); replaced, never mutated.
 	ids atomic.Pointer[[]wire.Identity]
 
@@ -47,18 +79,36 @@ type conn struct {
 	queue []*request
 
 	outMu    sync.Mutex
-	out      wire.Encoder  // frames not yet written; guarded by outMu
+	out      wire.Encoder  // frames not yet written, after those in full; guarded by outMu
+	full     [][]byte      // earlier frames not yet written, in chunks of about outChunk; guarded by outMu
 	outReady chan struct{} // signals writeLoop that out has frames (capacity 1)
 	closing  bool          // close once out is written; guarded by outMu
 	closed   bool          // guarded by outMu
-	writing  int           // bytes writeLoop has taken from out and not yet written; guarded by outMu
 	spare    []byte        // writeLoop's buffer, swapped with out
+	// queued counts the bytes in out and those writeLoop has taken and not yet written;
+	// each is also counted in Server.queued. Written under outMu; read without it by
+	// the server when it looks for the connections holding the most.
+	queued atomic.Int64
+	// shed says whether the server has chosen to close the connection for the bytes it
+	// holds (Server.shedQueued): from then on it queues nothing. shedBytes is what it held
+	// then, counted in Server.shedding until the connection is closed.
+	shed      atomic.Int32 // shedNone, shedDropped, shedSettled
+	shedBytes atomic.Int64
 }
+
+// The states of conn.shed. drop moves a connection from shedNone to shedDropped, and
+// adds to Server.shedding; closeLocked moves it to shedSettled, and takes back what
+// drop added if drop came first. Whichever comes second settles it: no lock is needed.
+const (
+	shedNone int32 = iota
+	shedDropped
+	shedSettled
+)
 
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &conn{s: s, nc: nc, br: bufio.NewReaderSize(nc, 64<<10), ctx: ctx, cancel: cancel,
-		outReady: make(chan struct{}, 1)}
+		outReady: make(chan struct{}, 1), room: make(chan struct{}, 1)}
 	c.ip = remoteIP(nc.RemoteAddr())
 	ids := []wire.Identity{{Scheme: datatree.SchemeIP, ID: c.ip}}
 	c.ids.Store(&ids)
@@ -95,32 +145,50 @@ func (c *conn) canRead(acl []wire.ACL) bool {
 }
 
 // serve runs the connection until it closes: it answers a four-letter word or does the
-// handshake, then reads requests until the client goes or the server stops.
+// handshake, then reads requests until the client goes or the server stops. The client
+// has HandshakeTimeout from the accept to send its ConnectRequest or four-letter word.
 func (c *conn) serve() {
 	defer c.shutdown()
 	c.s.goroutine(c.writeLoop)
+	c.nc.SetReadDeadline(c.est.Add(c.s.cfg.HandshakeTimeout))
 	var first [4]byte
 	if _, err := io.ReadFull(c.br, first[:]); err != nil {
+		c.handshakeFailed(err)
 		return
 	}
 	code := int32(binary.BigEndian.Uint32(first[:]))
 	if word, ok := admin.IsFourLetterWord(code); ok {
+		c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.HandshakeTimeout)) // as long again to take the answer
 		c.serveFourLetterWord(word)
 		return
 	}
-	n, err := wire.CheckLength(code, c.s.cfg.MaxBuffer)
+	n, err := wire.CheckLength(code, min(c.s.cfg.MaxBuffer, wire.MaxConnectFrame))
 	if err != nil {
+		c.s.limits.framesRejected.Add(1)
 		c.s.logger.Debug("connect frame rejected", "remote", c.nc.RemoteAddr().String(), "err", err)
 		return
 	}
 	body, err := wire.ReadBody(c.br, n, nil)
 	if err != nil {
+		c.handshakeFailed(err)
 		return
 	}
+	c.nc.SetReadDeadline(time.Time{})
 	if !c.handshake(body) {
 		return
 	}
 	c.readLoop()
+}
+
+// handshakeFailed notes why a connection ended before its handshake: a client that
+// sent nothing complete within HandshakeTimeout is counted (ZooKeeper's
+// sessionless_connections_expired). Not logged above Debug: anyone can open connections.
+func (c *conn) handshakeFailed(err error) {
+	if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+		c.s.limits.sessionlessExpired.Add(1)
+		c.s.logger.Debug("closing sessionless connection: no connect request in time",
+			"remote", c.nc.RemoteAddr().String(), "handshake_timeout", c.s.cfg.HandshakeTimeout)
+	}
 }
 
 func (c *conn) serveFourLetterWord(word string) {
@@ -140,13 +208,14 @@ type writerBuffer []byte
 func (w *writerBuffer) Write(p []byte) (int, error) { *w = append(*w, p...); return len(p), nil }
 
 // readLoop reads frames until the connection fails, a frame is too large, or a
-// request asks to close the connection.
+// request asks to close the connection. Before each frame it waits for room (throttle).
 func (c *conn) readLoop() {
 	var buf []byte
-	for {
+	for c.throttle() {
 		n, err := wire.ReadLength(c.br, c.s.cfg.MaxBuffer)
 		if err != nil {
 			if errors.Is(err, wire.ErrFrameTooLarge) {
+				c.s.limits.framesRejected.Add(1)
 				c.s.logger.Warn("closing connection: frame too large", "remote", c.nc.RemoteAddr().String(),
 					"session_id", hexID(c.sessionID.Load()), "err", err)
 			}
@@ -156,12 +225,135 @@ func (c *conn) readLoop() {
 		if err != nil {
 			return
 		}
-		buf = body[:0]
 		c.stats.PacketReceived()
 		c.s.received.Add(1)
-		if !c.dispatch(body) {
+		if !c.dispatch(body) { // decoded records never alias body: it may be reused now
 			return
 		}
+		buf = nil
+		if cap(body) <= maxKeptReadBuffer {
+			buf = body[:0]
+		}
+	}
+}
+
+// throttle waits, before the read loop reads another request, until the connection may
+// have one more outstanding: fewer than MaxOutstandingPerConn of its own, and, while the
+// server has MaxOutstanding requests outstanding, none at all (ZooKeeper 3.6's rule:
+// a connection with requests in process stops reading while the server is over
+// globalOutstandingLimit). The client's further requests then wait in TCP buffers, so
+// backpressure reaches it. It returns false when the connection or the server closes.
+func (c *conn) throttle() bool {
+	ok, own := c.mayRead()
+	if ok {
+		return true
+	}
+	if own {
+		c.s.limits.connThrottleWaits.Add(1)
+	} else {
+		c.s.limits.throttleWaits.Add(1)
+	}
+	for !ok {
+		if !c.waitRoom(own) {
+			return false
+		}
+		ok, own = c.mayRead()
+	}
+	return true
+}
+
+// mayRead reports whether the connection may read another request now, and if not,
+// whether its own cap (own) rather than the server's stops it.
+func (c *conn) mayRead() (ok, own bool) {
+	mine := c.pending.Load()
+	if mine >= int64(c.s.cfg.MaxOutstandingPerConn) {
+		return false, true
+	}
+	return mine == 0 || c.s.outstanding.Load() < int64(c.s.cfg.MaxOutstanding), false
+}
+
+// waitRoom waits for this connection's pending count to fall or, unless own (the
+// connection is at its own cap), for the server's outstanding count to fall below
+// MaxOutstanding. The wakers (answered, releasePending) read the flags set here after
+// changing the counts, and the counts are read again here after setting the flags, so
+// no wake-up is lost. It returns false when the connection or the server closes.
+func (c *conn) waitRoom(own bool) bool {
+	s := c.s
+	c.waiting.Store(true)
+	defer c.waiting.Store(false)
+	var serverRoom chan struct{} // nil when own: never ready
+	if !own {
+		s.throttled.Add(1)
+		defer s.throttled.Add(-1)
+		serverRoom = s.roomChan()
+	}
+	if ok, _ := c.mayRead(); ok {
+		return true
+	}
+	select {
+	case <-c.room:
+	case <-serverRoom:
+	case <-c.ctx.Done():
+		return false
+	case <-s.stopping:
+		return false
+	}
+	return true
+}
+
+// admit counts a request read, in the connection's and the server's outstanding counts.
+func (c *conn) admit() {
+	c.pending.Add(1)
+	c.s.outstanding.Add(1)
+}
+
+// answered takes an answered request out of the outstanding counts and wakes a read
+// loop waiting for room. It never blocks: the apply path and the completions of
+// requests answered later call it.
+func (c *conn) answered() {
+	if c.pending.Add(-1) < 0 {
+		return // released: the server's count no longer holds it
+	}
+	n := c.s.outstanding.Add(-1)
+	if c.waiting.Load() {
+		select {
+		case c.room <- struct{}{}:
+		default:
+		}
+	}
+	c.s.wakeThrottledBelow(n)
+}
+
+// roomChan returns the channel closed when the server's outstanding count next falls
+// below MaxOutstanding while read loops wait.
+func (s *Server) roomChan() chan struct{} {
+	s.roomMu.Lock()
+	defer s.roomMu.Unlock()
+	return s.room
+}
+
+// wakeThrottledBelow wakes the read loops waiting for the server's outstanding count
+// to fall, if it has: n is the count just left by a decrement.
+func (s *Server) wakeThrottledBelow(n int64) {
+	if n >= int64(s.cfg.MaxOutstanding) || s.throttled.Load() == 0 {
+		return
+	}
+	s.roomMu.Lock()
+	close(s.room)
+	s.room = make(chan struct{})
+	s.roomMu.Unlock()
+}
+
+// releasedPending is what pending holds once released: far below zero, so that no
+// number of late answers brings it back up to zero.
+const releasedPending = math.MinInt64 / 2
+
+// releasePending takes the requests the connection still has outstanding (writes in
+// flight, requests queued behind them, syncs) out of the server's count when the
+// connection ends. Those answered later are not taken out again (answered).
+func (c *conn) releasePending() {
+	if left := c.pending.Swap(releasedPending); left > 0 {
+		c.s.wakeThrottledBelow(c.s.outstanding.Add(-left))
 	}
 }
 
@@ -171,42 +363,52 @@ func (c *conn) send(encode func(e *wire.Encoder)) bool { return c.enqueue(true, 
 
 func (c *conn) enqueue(framed bool, encode func(e *wire.Encoder)) bool {
 	c.outMu.Lock()
-	defer c.outMu.Unlock()
-	empty, ok := c.beginFrameLocked()
-	if !ok {
-		return false
+	start, ok := c.beginFrameLocked()
+	if ok {
+		if framed {
+			off := c.out.BeginFrame()
+			encode(&c.out)
+			c.out.EndFrame(off)
+		} else {
+			encode(&c.out)
+		}
+		ok = c.endFrameLocked(start)
 	}
-	if framed {
-		off := c.out.BeginFrame()
-		encode(&c.out)
-		c.out.EndFrame(off)
-	} else {
-		encode(&c.out)
-	}
-	return c.endFrameLocked(empty)
+	c.outMu.Unlock()
+	c.s.checkQueued()
+	return ok
 }
 
-// beginFrameLocked reports whether a frame may be queued (ok), and whether the queue is
-// empty, which endFrameLocked needs: one frame of any size is always accepted into an
-// empty queue.
-func (c *conn) beginFrameLocked() (empty, ok bool) {
-	if c.closed || c.closing {
-		return false, false
+// beginFrameLocked reports whether a frame may be queued, and where in out it starts,
+// which endFrameLocked needs.
+func (c *conn) beginFrameLocked() (start int, ok bool) {
+	if c.closed || c.closing || c.shed.Load() == shedDropped {
+		return 0, false
 	}
-	return c.out.Len() == 0 && c.writing == 0, true
+	return c.out.Len(), true
 }
 
-// endFrameLocked counts the frame just queued and wakes the write loop, or, if the
-// client has let more than maxQueuedBytes pile up (counting what the write loop holds
-// and has not yet written), closes the connection.
-func (c *conn) endFrameLocked(wasEmpty bool) bool {
-	if !wasEmpty && c.out.Len()+c.writing > maxQueuedBytes {
+// endFrameLocked counts the frame just queued (from start to the end of out) and wakes
+// the write loop, or, if the client has let more than maxConnQueuedBytes pile up
+// (counting what the write loop holds and has not yet written), closes the connection.
+// One frame of any size is always accepted into an empty queue. The caller calls
+// Server.checkQueued once it has released outMu.
+func (c *conn) endFrameLocked(start int) bool {
+	size := int64(c.out.Len() - start)
+	wasEmpty := c.queued.Load() == 0
+	c.queued.Add(size)
+	c.s.queued.Add(size)
+	if !wasEmpty && c.queued.Load() > maxConnQueuedBytes {
+		c.s.limits.connsDropped.Add(1)
 		c.s.logger.Warn("closing connection: client too slow to read its replies",
 			"remote", c.nc.RemoteAddr().String(), "session_id", hexID(c.sessionID.Load()),
-			"queued_bytes", c.out.Len()+c.writing)
-		c.closed = true
-		c.nc.Close()
+			"queued_bytes", c.queued.Load())
+		c.closeLocked()
+		c.abort()
 		return false
+	}
+	if c.out.Len() >= outChunk {
+		c.full = append(c.full, c.out.Swap(nil))
 	}
 	c.stats.PacketSent()
 	c.s.sent.Add(1)
@@ -221,36 +423,34 @@ func (c *conn) endFrameLocked(wasEmpty bool) bool {
 // (It encodes in place rather than through send's closure: this is the hot path.)
 func (c *conn) reply(xid int32, zxid int64, code wire.Code, body wire.Record) {
 	c.outMu.Lock()
-	defer c.outMu.Unlock()
-	empty, ok := c.beginFrameLocked()
-	if !ok {
-		return
+	if start, ok := c.beginFrameLocked(); ok {
+		off := c.out.BeginFrame()
+		h := wire.ReplyHeader{Xid: xid, Zxid: zxid, Err: code}
+		h.Encode(&c.out)
+		if code == wire.OK && body != nil {
+			body.Encode(&c.out)
+		}
+		c.out.EndFrame(off)
+		c.endFrameLocked(start)
 	}
-	off := c.out.BeginFrame()
-	h := wire.ReplyHeader{Xid: xid, Zxid: zxid, Err: code}
-	h.Encode(&c.out)
-	if code == wire.OK && body != nil {
-		body.Encode(&c.out)
-	}
-	c.out.EndFrame(off)
-	c.endFrameLocked(empty)
+	c.outMu.Unlock()
+	c.s.checkQueued()
 }
 
 // notify sends a watch notification.
 func (c *conn) notify(typ wire.EventType, path string, zxid int64) {
 	c.outMu.Lock()
-	defer c.outMu.Unlock()
-	empty, ok := c.beginFrameLocked()
-	if !ok {
-		return
+	if start, ok := c.beginFrameLocked(); ok {
+		off := c.out.BeginFrame()
+		h := wire.ReplyHeader{Xid: wire.XidNotification, Zxid: zxid}
+		h.Encode(&c.out)
+		ev := wire.WatcherEvent{Type: typ, State: wire.StateSyncConnected, Path: path}
+		ev.Encode(&c.out)
+		c.out.EndFrame(off)
+		c.endFrameLocked(start)
 	}
-	off := c.out.BeginFrame()
-	h := wire.ReplyHeader{Xid: wire.XidNotification, Zxid: zxid}
-	h.Encode(&c.out)
-	ev := wire.WatcherEvent{Type: typ, State: wire.StateSyncConnected, Path: path}
-	ev.Encode(&c.out)
-	c.out.EndFrame(off)
-	c.endFrameLocked(empty)
+	c.outMu.Unlock()
+	c.s.checkQueued()
 }
 
 // closeAfterFlush closes the connection once everything queued has been written.
@@ -270,10 +470,45 @@ func (c *conn) closeAfterFlush() {
 func (c *conn) close() {
 	c.s.removeConn(c)
 	c.outMu.Lock()
-	c.closed = true
+	c.closeLocked()
 	c.outMu.Unlock()
-	c.nc.Close()
+	c.nc.Close() // not under outMu: it waits for a write in progress to give up
 	c.cancel()
+}
+
+// closeLocked marks the connection closed and gives up what it has queued, in the
+// server's count too. Idempotent.
+func (c *conn) closeLocked() {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	c.s.queued.Add(-c.queued.Swap(0))
+	if c.shed.Swap(shedSettled) == shedDropped {
+		c.s.shedding.Add(-c.shedBytes.Load())
+	}
+	c.out.Swap(nil)
+	c.full = nil
+}
+
+// abort has the connection's own goroutines close it, without waiting for anything:
+// its socket's deadline passes and its context ends, so that its read and write loops,
+// wherever they wait, fail and call close.
+func (c *conn) abort() {
+	c.nc.SetDeadline(time.Unix(1, 0))
+	c.cancel()
+}
+
+// drop has the connection closed for holding queued bytes the server needs back
+// (Server.shedQueued): it queues nothing more, and aborts. It never blocks: the caller
+// may be the apply path.
+func (c *conn) drop(queued int64) {
+	c.shedBytes.Store(queued)
+	c.s.shedding.Add(queued)
+	if !c.shed.CompareAndSwap(shedNone, shedDropped) {
+		c.s.shedding.Add(-queued) // closed meanwhile: its bytes are already given back
+	}
+	c.abort()
 }
 
 // writeLoop writes queued frames, all that have accumulated in one write call.
@@ -285,29 +520,52 @@ func (c *conn) writeLoop() {
 			return
 		}
 		c.outMu.Lock()
-		buf := c.out.Swap(c.spare)
-		c.writing = len(buf)
+		full, buf := c.full, c.out.Swap(c.spare)
+		c.full = nil
 		closing, closed := c.closing, c.closed
 		c.outMu.Unlock()
+		c.spare = nil
 		if closed {
 			return
 		}
-		if len(buf) > 0 {
-			if _, err := c.nc.Write(buf); err != nil {
-				c.close()
-				return
-			}
+		n, err := c.writeOut(full, buf)
+		if err != nil {
+			c.close()
+			return
 		}
-		c.spare = buf[:0]
-		c.outMu.Lock()
-		c.writing = 0
-		done := closing && c.out.Len() == 0
-		c.outMu.Unlock()
-		if done {
+		if cap(buf) <= maxKeptBuffer {
+			c.spare = buf[:0]
+		}
+		if done := c.written(n, closing); done {
 			c.close()
 			return
 		}
 	}
+}
+
+// writeOut writes the chunks set aside, then buf, in one system call where it can.
+func (c *conn) writeOut(full [][]byte, buf []byte) (int, error) {
+	if len(full) == 0 {
+		if len(buf) == 0 {
+			return 0, nil
+		}
+		return c.nc.Write(buf)
+	}
+	bufs := net.Buffers(append(full, buf))
+	n, err := bufs.WriteTo(c.nc)
+	return int(n), err
+}
+
+// written takes n bytes just written out of the queued counts, and reports whether
+// the connection was closing and everything queued is now out.
+func (c *conn) written(n int, closing bool) bool {
+	c.outMu.Lock()
+	defer c.outMu.Unlock()
+	if !c.closed { // once closed, closeLocked has taken the connection's bytes out
+		c.queued.Add(-int64(n))
+		c.s.queued.Add(-int64(n))
+	}
+	return closing && c.out.Len() == 0
 }
 
 // shutdown releases everything the connection holds once its read loop has ended.
@@ -325,6 +583,7 @@ func (c *conn) shutdown() {
 		timer.Stop()
 	}
 	c.close()
+	c.releasePending()
 	c.s.watches.RemoveWatcher(c)
 	c.s.removeConn(c)
 }

@@ -75,20 +75,15 @@ func (c *conn) read(r *request) (wire.Record, error) {
 		if err != nil {
 			return nil, err
 		}
+		if budget := s.replyBudget(); !budget.take(bufferLen(n.Data) + statLen) {
+			return nil, c.replyTooLarge(r.op, req.Path)
+		}
 		if req.Watch {
 			s.watches.Add(watch.Data, req.Path, c, watch.Standard)
 		}
 		return &wire.GetDataResponse{Data: n.Data, Stat: n.Stat()}, nil
 	case wire.OpGetChildren, wire.OpGetChildren2:
-		req := r.rec.(*wire.PathWatchRequest)
-		n, err := c.readable(req.Path, r.ids, wire.PermRead)
-		if err != nil {
-			return nil, err
-		}
-		if req.Watch {
-			s.watches.Add(watch.Child, req.Path, c, watch.Standard)
-		}
-		return &wire.ChildrenResponse{WithStat: r.op == wire.OpGetChildren2, Children: s.tree.Children(req.Path), Stat: n.Stat()}, nil
+		return c.getChildren(r)
 	case wire.OpGetACL:
 		return c.getACL(r.rec.(*wire.PathRecord).Path, r.ids)
 	case wire.OpGetAllChildrenNumber:
@@ -98,11 +93,20 @@ func (c *conn) read(r *request) (wire.Record, error) {
 		}
 		return &wire.IntResponse{Value: int32(s.tree.CountDescendants(path))}, nil
 	case wire.OpGetEphemerals:
-		return &wire.ChildrenResponse{Children: c.ephemerals(r.rec.(*wire.PathRecord).Path)}, nil
+		prefix := r.rec.(*wire.PathRecord).Path
+		paths := c.ephemerals(prefix)
+		if budget := s.replyBudget(); !budget.take(stringsLen(paths)) {
+			return nil, c.replyTooLarge(r.op, prefix)
+		}
+		return &wire.ChildrenResponse{Children: paths}, nil
 	case wire.OpWhoAmI:
-		return &wire.WhoAmIResponse{Clients: clientInfo(r.ids)}, nil
+		clients := clientInfo(r.ids)
+		if budget := s.replyBudget(); !budget.take(identitiesLen(clients)) {
+			return nil, c.replyTooLarge(r.op, "")
+		}
+		return &wire.WhoAmIResponse{Clients: clients}, nil
 	case wire.OpMultiRead:
-		return c.multiRead(r.rec.(*wire.MultiRequest), r.ids), nil
+		return c.multiRead(r.rec.(*wire.MultiRequest), r.ids)
 	case wire.OpSetWatches, wire.OpSetWatches2:
 		c.setWatches(r.rec.(*wire.SetWatches))
 		return nil, nil
@@ -132,6 +136,38 @@ func (c *conn) read(r *request) (wire.Record, error) {
 		return nil, nil
 	}
 	return nil, wire.ErrUnimplemented
+}
+
+// getChildren answers getChildren and getChildren2, if the list fits a reply.
+func (c *conn) getChildren(r *request) (wire.Record, error) {
+	req := r.rec.(*wire.PathWatchRequest)
+	n, err := c.readable(req.Path, r.ids, wire.PermRead)
+	if err != nil {
+		return nil, err
+	}
+	budget := c.s.replyBudget()
+	if r.op == wire.OpGetChildren2 {
+		budget.take(statLen)
+	}
+	children, ok := c.children(req.Path, n, &budget)
+	if !ok {
+		return nil, c.replyTooLarge(r.op, req.Path)
+	}
+	if req.Watch {
+		c.s.watches.Add(watch.Child, req.Path, c, watch.Standard)
+	}
+	return &wire.ChildrenResponse{WithStat: r.op == wire.OpGetChildren2, Children: children, Stat: n.Stat()}, nil
+}
+
+// children lists the children of n, at path, if the list fits in budget, and takes it
+// from budget. A node with more children than could fit is refused before they are
+// listed.
+func (c *conn) children(path string, n *datatree.Node, budget *replyBudget) ([]string, bool) {
+	if !budget.fits(4 + n.NumChildren()*minChildLen) {
+		return nil, false
+	}
+	children := c.s.tree.Children(path)
+	return children, budget.take(stringsLen(children))
 }
 
 // readable returns the node at path if it exists and ids hold perm on it.
@@ -198,29 +234,143 @@ func clientInfo(ids []wire.Identity) []wire.Identity {
 }
 
 // multiRead answers each op on its own: multiRead is not atomic and a failed op does
-// not stop the others.
-func (c *conn) multiRead(m *wire.MultiRequest, ids []wire.Identity) *wire.MultiResponse {
-	out := &wire.MultiResponse{Results: make([]wire.MultiResult, len(m.Ops))}
-	for i, op := range m.Ops {
+// not stop the others. The reply is sized op by op, stopping at the first that does not
+// fit, before anything is built or any watch set; it is then encoded straight from the
+// tree (multiReadReply).
+func (c *conn) multiRead(m *wire.MultiRequest, ids []wire.Identity) (wire.Record, error) {
+	budget := c.s.replyBudget()
+	budget.take(multiHeaderLen) // the header that ends the list
+	for _, op := range m.Ops {
 		req := op.Req.(*wire.PathWatchRequest)
-		n, err := c.readable(req.Path, ids, wire.PermRead)
-		if err != nil {
-			out.Results[i] = wire.MultiResult{Op: wire.OpError, Err: codeOf(err)}
-			continue
+		if !budget.take(multiHeaderLen) || !c.fitMultiRead(op.Op, req.Path, ids, &budget) {
+			return nil, c.replyTooLarge(wire.OpMultiRead, req.Path)
 		}
-		if op.Op == wire.OpGetData {
-			if req.Watch {
-				c.s.watches.Add(watch.Data, req.Path, c, watch.Standard)
-			}
-			out.Results[i] = wire.MultiResult{Op: wire.OpGetData, Data: n.Data, Stat: n.Stat()}
-			continue
-		}
-		if req.Watch {
-			c.s.watches.Add(watch.Child, req.Path, c, watch.Standard)
-		}
-		out.Results[i] = wire.MultiResult{Op: wire.OpGetChildren, Children: c.s.tree.Children(req.Path)}
 	}
-	return out
+	for _, op := range m.Ops {
+		req := op.Req.(*wire.PathWatchRequest)
+		if _, err := c.readable(req.Path, ids, wire.PermRead); err != nil || !req.Watch {
+			continue
+		}
+		t := watch.Child
+		if op.Op == wire.OpGetData {
+			t = watch.Data
+		}
+		c.s.watches.Add(t, req.Path, c, watch.Standard)
+	}
+	return &multiReadReply{c: c, ops: m.Ops, ids: ids}, nil
+}
+
+// fitMultiRead takes the size of one multiRead result from budget and reports whether
+// it fitted.
+func (c *conn) fitMultiRead(op wire.Op, path string, ids []wire.Identity, budget *replyBudget) bool {
+	n, err := c.readable(path, ids, wire.PermRead)
+	switch {
+	case err != nil:
+		return budget.take(4)
+	case op == wire.OpGetData:
+		return budget.take(bufferLen(n.Data) + statLen)
+	}
+	_, ok := c.children(path, n, budget)
+	return ok
+}
+
+// multiReadReply is a multiRead's result list, encoded straight from the tree: multiRead
+// sized it and execLocal encodes it under one tree read lock, so both see one state and
+// no result is built per op. A multiRead of thousands of ops costs its reply's bytes,
+// not a result record each.
+type multiReadReply struct {
+	c   *conn
+	ops []wire.MultiOp
+	ids []wire.Identity
+}
+
+// Encode writes what wire.MultiResponse would for the results of the ops.
+func (m *multiReadReply) Encode(e *wire.Encoder) {
+	for _, op := range m.ops {
+		req := op.Req.(*wire.PathWatchRequest)
+		n, err := m.c.readable(req.Path, m.ids, wire.PermRead)
+		switch {
+		case err != nil:
+			code := codeOf(err)
+			(&wire.MultiHeader{Type: wire.OpError, Err: code}).Encode(e)
+			e.Int(int32(code))
+		case op.Op == wire.OpGetData:
+			(&wire.MultiHeader{Type: wire.OpGetData}).Encode(e)
+			e.Buffer(n.Data)
+			st := n.Stat()
+			st.Encode(e)
+		default:
+			(&wire.MultiHeader{Type: wire.OpGetChildren}).Encode(e)
+			e.Strings(m.c.s.tree.Children(req.Path))
+		}
+	}
+	(&wire.MultiHeader{Type: wire.OpError, Done: true, Err: -1}).Encode(e)
+}
+
+// Decode is never called: the server only sends this record.
+func (m *multiReadReply) Decode(*wire.Decoder) {}
+
+// replyHeadroom is how far a reply may pass MaxBuffer (jute.maxbuffer): a getData reply
+// carries the node's data with 88 bytes around it (reply header, length, stat), and data
+// as large as a setData frame can carry must still be readable. 1 KiB covers that, and a
+// multiRead of such a node, with room to spare.
+const replyHeadroom = 1 << 10
+
+// Encoded sizes of the parts of replies, in bytes.
+const (
+	replyHeaderLen = 16 // ReplyHeader: xid, zxid, err
+	statLen        = 68 // Stat
+	multiHeaderLen = 9  // MultiHeader: type, done, err
+	minChildLen    = 5  // a name in a list: its length and at least one byte
+)
+
+// replyBudget is what is left of the largest reply a client may be sent, MaxBuffer plus
+// replyHeadroom, as a reply is sized before it is built.
+type replyBudget int
+
+func (s *Server) replyBudget() replyBudget {
+	return replyBudget(s.cfg.MaxBuffer + replyHeadroom - replyHeaderLen)
+}
+
+// take takes n bytes from the budget and reports whether they fitted.
+func (b *replyBudget) take(n int) bool {
+	*b -= replyBudget(n)
+	return *b >= 0
+}
+
+// fits reports whether n bytes would fit, without taking them.
+func (b *replyBudget) fits(n int) bool { return int(*b) >= n }
+
+func bufferLen(b []byte) int { return 4 + len(b) }
+
+func stringsLen(v []string) int {
+	n := 4
+	for _, s := range v {
+		n += 4 + len(s)
+	}
+	return n
+}
+
+func identitiesLen(ids []wire.Identity) int {
+	n := 4
+	for _, id := range ids {
+		n += 8 + len(id.Scheme) + len(id.ID)
+	}
+	return n
+}
+
+// replyTooLarge counts a read refused because its reply would pass the client's limit,
+// and returns the code that answers it. ZooKeeper sends such a reply, and a client
+// with the same jute.maxbuffer drops the connection on it ("Packet len N is out of
+// range!") and, reconnected, asks again. paddock answers MarshallingError, as ZooKeeper
+// answers a request whose processing failed (FinalRequestProcessor's catch-all): the
+// client gets an error for this request and keeps its connection. Logged at Debug only:
+// any client can ask for such a reply, as often as it likes.
+func (c *conn) replyTooLarge(op wire.Op, path string) error {
+	c.s.limits.largeResponses.Add(1)
+	c.s.logger.Debug("reply refused: larger than a client may read", "op", op.String(), "path", path,
+		"session_id", hexID(c.sessionID.Load()), "max_reply_bytes", c.s.cfg.MaxBuffer+replyHeadroom)
+	return wire.ErrMarshallingError
 }
 
 // setWatches re-registers a reconnecting client's watches. A watch whose node changed

@@ -52,7 +52,7 @@ func (c *conn) dispatch(body []byte) bool {
 		return false
 	}
 	r := &request{xid: h.Xid, op: h.Op, start: now}
-	s.outstanding.Add(1)
+	c.admit()
 	r.rec, r.err = decodeRequest(h.Op, d)
 	r.write = h.Op.IsWrite()
 	switch {
@@ -236,6 +236,8 @@ func (c *conn) syncWithLeader(r *request) bool {
 // answerLater queues r behind the connection's requests as a write is queued, so that
 // requests after it wait for it, and runs work on a goroutine of its own. It then
 // answers r with work's code, in order, or closes the connection if work says so.
+// These goroutines are as many as the requests outstanding: the read loop's throttle
+// bounds them (MaxOutstandingPerConn, MaxOutstanding).
 func (c *conn) answerLater(r *request, work func() (code wire.Code, ok bool)) bool {
 	r.write, r.later = true, true
 	c.mu.Lock()
@@ -305,7 +307,7 @@ func (s *Server) multiResponse(res *txn.Result) *wire.MultiResponse {
 // responded records a reply in the connection's and the server's statistics.
 func (c *conn) responded(r *request, zxid int64) {
 	now := time.Now()
-	c.s.outstanding.Add(-1)
+	c.answered()
 	c.stats.Responded(r.op, r.xid, zxid, r.start, now)
 	c.s.admin.ObserveRequest(r.op, now.Sub(r.start))
 }

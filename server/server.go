@@ -5,12 +5,14 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,8 +67,28 @@ type Server struct {
 	sessionConns map[int64]*conn    // the connection of each attached session; guarded by mu
 
 	received, sent atomic.Int64 // packets, for srvr; reset by srst
-	outstanding    atomic.Int64 // requests read and not yet answered
+	outstanding    atomic.Int64 // requests read and not yet answered (conn.pending, summed)
 	closeOnce      sync.Once
+
+	// The bounds at the client port (docs/limits.md).
+	queued    atomic.Int64  // bytes queued for clients and not yet written (conn.queued, summed)
+	shedding  atomic.Int64  // of queued, what connections dropped and not yet closed held when dropped
+	shedMu    sync.Mutex    // held, with TryLock, by the one goroutine dropping connections to bring queued down
+	roomMu    sync.Mutex    // guards room; a leaf
+	room      chan struct{} // closed, and replaced, when outstanding falls below MaxOutstanding while read loops wait
+	throttled atomic.Int32  // read loops waiting for outstanding to fall below MaxOutstanding
+	limits    limitCounters
+}
+
+// limitCounters count what the bounds at the client port refused or waited for, since
+// start; admin shows them (Stats.Limits). Each is named after its mntr key.
+type limitCounters struct {
+	sessionlessExpired atomic.Int64 // sessionless_connections_expired
+	framesRejected     atomic.Int64 // frames_rejected
+	largeResponses     atomic.Int64 // large_responses_rejected
+	connsDropped       atomic.Int64 // connection_drop_count
+	throttleWaits      atomic.Int64 // request_throttle_wait_count
+	connThrottleWaits  atomic.Int64 // connection_throttle_wait_count
 }
 
 // Option adjusts a server beyond its Config.
@@ -98,6 +120,7 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 		conns:        make(map[*conn]struct{}),
 		perIP:        make(map[string]int),
 		sessionConns: make(map[int64]*conn),
+		room:         make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(s)
@@ -377,6 +400,47 @@ func (s *Server) removeConn(c *conn) {
 	}
 	if sid := c.sessionID.Load(); s.sessionConns[sid] == c {
 		delete(s.sessionConns, sid)
+	}
+}
+
+// checkQueued closes connections if the bytes queued for clients, over all connections,
+// are past MaxQueuedBytes. Callers hold no outMu. One goroutine sheds at a time; the
+// others go on, and the one shedding looks again once done, for what was queued
+// meanwhile. It never blocks: the apply path calls it.
+func (s *Server) checkQueued() {
+	for s.queued.Load()-s.shedding.Load() > s.cfg.MaxQueuedBytes && s.shedMu.TryLock() {
+		s.shedQueued()
+		s.shedMu.Unlock()
+	}
+}
+
+// shedQueued drops the connections that hold the most queued bytes, the slowest
+// readers, until what the others hold is back under MaxQueuedBytes. The caller holds
+// shedMu. A connection dropped queues nothing more and is closed by its own goroutines
+// (conn.drop); until then its bytes count in shedding, so that they are not shed twice.
+func (s *Server) shedQueued() {
+	type holding struct {
+		c      *conn
+		queued int64
+	}
+	var conns []holding
+	for _, c := range s.connList() {
+		if q := c.queued.Load(); q > 0 && c.shed.Load() == shedNone {
+			conns = append(conns, holding{c, q})
+		}
+	}
+	slices.SortFunc(conns, func(a, b holding) int { return cmp.Compare(b.queued, a.queued) })
+	total := s.queued.Load() - s.shedding.Load()
+	for _, h := range conns {
+		if total <= s.cfg.MaxQueuedBytes {
+			return
+		}
+		s.limits.connsDropped.Add(1)
+		s.logger.Warn("closing connection: replies queued for clients past the server's limit",
+			"remote", h.c.nc.RemoteAddr().String(), "session_id", hexID(h.c.sessionID.Load()),
+			"queued_bytes", h.queued, "server_queued_bytes", total, "max_queued_bytes", s.cfg.MaxQueuedBytes)
+		h.c.drop(h.queued)
+		total -= h.queued
 	}
 }
 

@@ -96,6 +96,8 @@ func newFixtureSource() *fakeSource {
 		stats: Stats{
 			Mode: ModeStandalone, Zxid: 7, Nodes: 10, DataSize: 88, Ephemerals: 3, Sessions: 3,
 			Watches: 5, Connections: 3, Outstanding: 0, PacketsReceived: 18, PacketsSent: 17,
+			Limits: LimitStats{SessionlessExpired: 2, FramesRejected: 1, LargeResponsesRejected: 4,
+				ConnectionsDropped: 3, ThrottleWaits: 7, ConnThrottleWaits: 5, QueuedBytes: 4096},
 		},
 		conns: []Connection{
 			{ // listed out of order on purpose: output is sorted by Established

@@ -292,10 +292,20 @@ paddock_fsync_threshold_exceeded_total 1
 # HELP paddock_server_info Always 1; labels give the ZooKeeper version reported and the server state.
 # TYPE paddock_server_info gauge
 paddock_server_info{state="standalone",version="3.8.4-paddock"} 1
+# HELP paddock_connection_drops_total Connections closed because the replies queued for them passed the connection's or the server's limit.
+# TYPE paddock_connection_drops_total counter
+paddock_connection_drops_total 3
+# HELP paddock_request_throttle_waits_total Times a connection stopped reading because the server had its limit of requests outstanding.
+# TYPE paddock_request_throttle_waits_total counter
+paddock_request_throttle_waits_total 7
+# HELP paddock_queued_bytes Bytes of replies and notifications queued for clients and not yet written.
+# TYPE paddock_queued_bytes gauge
+paddock_queued_bytes 4096
 `
 	if err := testutil.GatherAndCompare(a.prom.reg, strings.NewReader(expected),
 		"paddock_znodes", "paddock_sessions", "paddock_watches", "paddock_connections",
-		"paddock_packets_received_total", "paddock_fsync_threshold_exceeded_total", "paddock_server_info"); err != nil {
+		"paddock_packets_received_total", "paddock_fsync_threshold_exceeded_total", "paddock_server_info",
+		"paddock_connection_drops_total", "paddock_request_throttle_waits_total", "paddock_queued_bytes"); err != nil {
 		t.Error(err)
 	}
 }

@@ -108,6 +108,8 @@ type statsCollector struct {
 	a                                                       *Admin
 	info, znodes, dataSize, ephemerals, watches, sessions   *prometheus.Desc
 	connections, outstanding, received, sent, fsyncSlowDesc *prometheus.Desc
+	sessionlessExpired, framesRejected, largeResponses      *prometheus.Desc
+	connsDropped, throttleWaits, connThrottleWaits, queued  *prometheus.Desc
 }
 
 func newStatsCollector(a *Admin) *statsCollector {
@@ -127,12 +129,22 @@ func newStatsCollector(a *Admin) *statsCollector {
 		received:      d("packets_received_total", "Packets received from clients (reset by srst)."),
 		sent:          d("packets_sent_total", "Packets sent to clients (reset by srst)."),
 		fsyncSlowDesc: d("fsync_threshold_exceeded_total", "Fsyncs slower than the fsync warning threshold (reset by srst)."),
+
+		sessionlessExpired: d("sessionless_connections_expired_total", "Connections closed for sending no connect request within the handshake timeout."),
+		framesRejected:     d("frames_rejected_total", "Connections closed for a frame announced longer than allowed (connect frame cap, jute.maxbuffer)."),
+		largeResponses:     d("large_responses_rejected_total", "Reads refused because their reply would be larger than a client may read."),
+		connsDropped:       d("connection_drops_total", "Connections closed because the replies queued for them passed the connection's or the server's limit."),
+		throttleWaits:      d("request_throttle_waits_total", "Times a connection stopped reading because the server had its limit of requests outstanding."),
+		connThrottleWaits:  d("connection_throttle_waits_total", "Times a connection stopped reading because it had its own limit of requests outstanding."),
+		queued:             d("queued_bytes", "Bytes of replies and notifications queued for clients and not yet written."),
 	}
 }
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.info, c.znodes, c.dataSize, c.ephemerals, c.watches,
-		c.sessions, c.connections, c.outstanding, c.received, c.sent, c.fsyncSlowDesc} {
+		c.sessions, c.connections, c.outstanding, c.received, c.sent, c.fsyncSlowDesc,
+		c.sessionlessExpired, c.framesRejected, c.largeResponses, c.connsDropped, c.throttleWaits,
+		c.connThrottleWaits, c.queued} {
 		ch <- d
 	}
 }
@@ -156,4 +168,12 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	count(c.received, st.PacketsReceived)
 	count(c.sent, st.PacketsSent)
 	count(c.fsyncSlowDesc, c.a.fsyncSlow.load())
+	l := &st.Limits
+	count(c.sessionlessExpired, l.SessionlessExpired)
+	count(c.framesRejected, l.FramesRejected)
+	count(c.largeResponses, l.LargeResponsesRejected)
+	count(c.connsDropped, l.ConnectionsDropped)
+	count(c.throttleWaits, l.ThrottleWaits)
+	count(c.connThrottleWaits, l.ConnThrottleWaits)
+	gauge(c.queued, l.QueuedBytes)
 }

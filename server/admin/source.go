@@ -74,6 +74,36 @@ type Stats struct {
 	NotServing bool
 	// Quorum is set for a member of a replicated ensemble.
 	Quorum *QuorumStats
+	// Limits counts what the bounds at the client port refused, dropped or waited for.
+	Limits LimitStats
+}
+
+// LimitStats are the counters of the bounds at the client port (docs/limits.md), since
+// the server started (srst does not reset them: Prometheus counters only grow), and the
+// bytes queued for clients now.
+type LimitStats struct {
+	// SessionlessExpired counts connections closed because neither a ConnectRequest nor
+	// a four-letter word came within the handshake timeout (ZooKeeper's
+	// sessionless_connections_expired).
+	SessionlessExpired int64
+	// FramesRejected counts connections closed for a frame announced longer than
+	// allowed: a connect frame past wire.MaxConnectFrame, a request past jute.maxbuffer.
+	FramesRejected int64
+	// LargeResponsesRejected counts reads refused because their reply would be larger
+	// than a client may read (jute.maxbuffer plus headroom).
+	LargeResponsesRejected int64
+	// ConnectionsDropped counts connections closed because the replies queued for them
+	// passed the connection's limit or, the slowest first, the server's
+	// (ZooKeeper's connection_drop_count).
+	ConnectionsDropped int64
+	// ThrottleWaits counts the times a connection stopped reading because the server had
+	// its limit of requests outstanding (ZooKeeper's request_throttle_wait_count);
+	// ConnThrottleWaits, because the connection had its own.
+	ThrottleWaits     int64
+	ConnThrottleWaits int64
+	// QueuedBytes is the bytes of replies and notifications queued for clients and not
+	// yet written, over all connections.
+	QueuedBytes int64
 }
 
 // QuorumStats describes a member's ensemble. The learner counts are the leader's

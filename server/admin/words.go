@@ -241,7 +241,21 @@ func (a *Admin) monitor() object {
 	}
 	o = a.read.appendSummary(o, "readlatency")
 	o = a.update.appendSummary(o, "updatelatency")
-	return a.fsync.appendSummary(o, "fsynctime")
+	o = a.fsync.appendSummary(o, "fsynctime")
+	return appendLimits(o, &st.Limits)
+}
+
+// appendLimits adds the counters of the bounds at the client port, under ZooKeeper's
+// names where ZooKeeper counts the same thing.
+func appendLimits(o object, l *LimitStats) object {
+	return append(o,
+		field{"sessionless_connections_expired", l.SessionlessExpired},
+		field{"frames_rejected", l.FramesRejected},
+		field{"large_responses_rejected", l.LargeResponsesRejected},
+		field{"connection_drop_count", l.ConnectionsDropped},
+		field{"request_throttle_wait_count", l.ThrottleWaits},
+		field{"connection_throttle_wait_count", l.ConnThrottleWaits},
+		field{"queued_bytes", l.QueuedBytes})
 }
 
 // sortConnections orders connections by when they were accepted, then by address, so
