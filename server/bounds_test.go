@@ -469,3 +469,73 @@ func TestPipelinedFloodIsThrottled(t *testing.T) {
 		})
 	}
 }
+
+// TestAuthIdentitiesBounded: a connection's identities travel in every txn it proposes,
+// so a client that keeps adding digests, or sends one of a megabyte, is refused with
+// AuthFailed and the connection closed, as a failed auth is.
+func TestAuthIdentitiesBounded(t *testing.T) {
+	srv := startBounded(t, nil)
+	addr := srv.Addr().String()
+	c := rawSession(t, addr)
+	auth := func(c *conformance.Conn, cred string) wire.Code {
+		if err := c.Send(wire.XidAuth, wire.OpAuth, &wire.AuthPacket{Scheme: "digest", Auth: []byte(cred)}); err != nil {
+			t.Fatal(err)
+		}
+		f, err := c.ReadFrame(5 * time.Second)
+		if err != nil {
+			t.Fatalf("auth %.20q: %v", cred, err)
+		}
+		return f.Header.Err
+	}
+	// The ip identity is one; the next 31 digests fit.
+	for i := range 31 {
+		if code := auth(c, fmt.Sprintf("user%d:pw", i)); code != wire.OK {
+			t.Fatalf("digest %d refused: %v", i, code)
+		}
+	}
+	if code := auth(c, "one:more"); code != wire.ErrAuthFailed {
+		t.Fatalf("the 33rd identity answered %v, want AuthFailed", code)
+	}
+	waitClosed(t, c)
+
+	long := rawSession(t, addr)
+	if code := auth(long, strings.Repeat("u", 64<<10)+":pw"); code != wire.ErrAuthFailed {
+		t.Fatalf("a 64 KiB user name answered %v, want AuthFailed", code)
+	}
+	waitClosed(t, long)
+	// The same digest again adds nothing and is not refused.
+	again := rawSession(t, addr)
+	for range 40 {
+		if code := auth(again, "same:pw"); code != wire.OK {
+			t.Fatalf("a repeated digest answered %v", code)
+		}
+	}
+}
+
+// TestLargeRequestsCountForMore: a request counts as one outstanding request, and one
+// more per 64 KiB of its frame; once large requests are answered the count is back to
+// zero, whatever order they were answered in.
+func TestLargeRequestsCountForMore(t *testing.T) {
+	srv := startBounded(t, func(c *server.Config) { c.MaxOutstanding, c.MaxOutstandingPerConn = 1000, 8 })
+	c := rawSession(t, srv.Addr().String())
+	mustCreate(t, c, "/n", []byte("v"), wire.FlagPersistent)
+	ops := make([]wire.MultiOp, 6000) // a frame of about 100 KiB: it counts as two
+	for i := range ops {
+		ops[i] = wire.MultiOp{Op: wire.OpGetData, Req: &wire.PathWatchRequest{Path: "/missing"}}
+	}
+	const n = 50
+	flood := requests(n, func(i int) (wire.Op, wire.Record) {
+		if i%5 == 0 {
+			return wire.OpSetData, &wire.SetDataRequest{Path: "/n", Data: []byte("w"), Version: -1}
+		}
+		return wire.OpMultiRead, &wire.MultiRequest{Ops: ops}
+	})
+	go c.WriteRaw(flood)
+	for i := range n {
+		if _, err := c.ReadFrame(30 * time.Second); err != nil {
+			t.Fatalf("reply %d: %v", i+1, err)
+		}
+	}
+	testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, func() bool { return srv.Stats().Outstanding == 0 },
+		"%d outstanding once every request was answered", srv.Stats().Outstanding)
+}

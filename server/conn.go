@@ -129,15 +129,29 @@ func remoteIP(a net.Addr) string {
 
 func (c *conn) identities() []wire.Identity { return *c.ids.Load() }
 
-func (c *conn) addIdentity(id wire.Identity) {
+// Bounds on a connection's identities: every txn it proposes carries them all, into
+// the log and to every member, and every ACL check walks them. ZooKeeper sets none; no
+// real client comes near them.
+const (
+	maxIdentities     = 32      // distinct identities, the ip one included
+	maxIdentityLength = 4 << 10 // bytes of one identity's id (a digest's user name and hash)
+)
+
+// addIdentity adds id to the connection's identities, and reports false if the
+// connection already holds maxIdentities or id is longer than maxIdentityLength.
+func (c *conn) addIdentity(id wire.Identity) bool {
 	old := c.identities()
 	for _, o := range old {
 		if o == id {
-			return
+			return true
 		}
+	}
+	if len(old) >= maxIdentities || len(id.Scheme)+len(id.ID) > maxIdentityLength {
+		return false
 	}
 	ids := append(old[:len(old):len(old)], id)
 	c.ids.Store(&ids)
+	return true
 }
 
 func (c *conn) canRead(acl []wire.ACL) bool {
@@ -301,20 +315,32 @@ func (c *conn) waitRoom(own bool) bool {
 	return true
 }
 
-// admit counts a request read, in the connection's and the server's outstanding counts.
-func (c *conn) admit() {
-	c.pending.Add(1)
-	c.s.outstanding.Add(1)
+// requestUnit is the frame size a request counts as one outstanding request for: a
+// request counts once, and once more for each requestUnit of its frame. The bounds on
+// outstanding requests then bound the memory requests hold too — a decoded request
+// takes up to about five times its frame (a multiRead of tiny paths) — where counting
+// requests alone would let a thousand maximal multiReads held behind writes take
+// gigabytes: the server's limit of 1000 holds at most about 64 MiB of frames.
+const requestUnit = 64 << 10
+
+// requestWeight is how many outstanding requests a request of a size-byte frame counts as.
+func requestWeight(size int) int64 { return 1 + int64(size/requestUnit) }
+
+// admit counts a request read, of weight w (requestWeight), in the connection's and the
+// server's outstanding counts.
+func (c *conn) admit(w int64) {
+	c.pending.Add(w)
+	c.s.outstanding.Add(w)
 }
 
 // answered takes an answered request out of the outstanding counts and wakes a read
 // loop waiting for room. It never blocks: the apply path and the completions of
 // requests answered later call it.
-func (c *conn) answered() {
-	if c.pending.Add(-1) < 0 {
+func (c *conn) answered(w int64) {
+	if c.pending.Add(-w) < 0 {
 		return // released: the server's count no longer holds it
 	}
-	n := c.s.outstanding.Add(-1)
+	n := c.s.outstanding.Add(-w)
 	if c.waiting.Load() {
 		select {
 		case c.room <- struct{}{}:

@@ -19,6 +19,8 @@ type request struct {
 	err   wire.Code       // answer with this error instead of executing (bad record, bad op)
 	close bool            // close the connection after answering
 	start time.Time
+	// weight is how many outstanding requests the request counts as (requestWeight).
+	weight int64
 	// later marks a request answered by answerLater (a member's sync or reconfig), not
 	// through the log. Such a request and a write wait in their connection's queue
 	// until ready; res is a write's outcome. ready and res are guarded by the conn's mu.
@@ -51,8 +53,8 @@ func (c *conn) dispatch(body []byte) bool {
 		// of the expiry when it reconnects.
 		return false
 	}
-	r := &request{xid: h.Xid, op: h.Op, start: now}
-	c.admit()
+	r := &request{xid: h.Xid, op: h.Op, start: now, weight: requestWeight(len(body))}
+	c.admit(r.weight)
 	r.rec, r.err = decodeRequest(h.Op, d)
 	r.write = h.Op.IsWrite()
 	switch {
@@ -169,16 +171,25 @@ func (c *conn) authenticate(a *wire.AuthPacket) bool {
 	switch a.Scheme {
 	case datatree.SchemeDigest:
 		digest := datatree.Digest(string(a.Auth))
-		c.addIdentity(wire.Identity{Scheme: datatree.SchemeDigest, ID: digest})
+		if !c.addIdentity(wire.Identity{Scheme: datatree.SchemeDigest, ID: digest}) {
+			return c.tooManyIdentities()
+		}
 		if sd := c.s.cfg.SuperDigest; sd != "" && digest == sd {
-			c.addIdentity(wire.Identity{Scheme: datatree.SchemeSuper})
+			return c.addIdentity(wire.Identity{Scheme: datatree.SchemeSuper}) || c.tooManyIdentities()
 		}
 		return true
 	case datatree.SchemeIP:
-		c.addIdentity(wire.Identity{Scheme: datatree.SchemeIP, ID: c.ip})
-		return true
+		return c.addIdentity(wire.Identity{Scheme: datatree.SchemeIP, ID: c.ip}) || c.tooManyIdentities()
 	}
 	c.s.logger.Info("auth failed: unknown scheme", "scheme", a.Scheme, "session_id", hexID(c.sessionID.Load()))
+	return false
+}
+
+// tooManyIdentities refuses an auth past the bounds on a connection's identities
+// (addIdentity): it fails, and the connection closes, as for a failed auth.
+func (c *conn) tooManyIdentities() bool {
+	c.s.logger.Info("auth failed: too many identities or too long a one", "session_id", hexID(c.sessionID.Load()),
+		"max_identities", maxIdentities, "max_identity_length", maxIdentityLength)
 	return false
 }
 
@@ -307,7 +318,7 @@ func (s *Server) multiResponse(res *txn.Result) *wire.MultiResponse {
 // responded records a reply in the connection's and the server's statistics.
 func (c *conn) responded(r *request, zxid int64) {
 	now := time.Now()
-	c.answered()
+	c.answered(r.weight)
 	c.stats.Responded(r.op, r.xid, zxid, r.start, now)
 	c.s.admin.ObserveRequest(r.op, now.Sub(r.start))
 }
