@@ -13,7 +13,11 @@ FUZZ_TARGETS := \
 	./server/wire:FuzzReadFrame \
 	./server/store:FuzzSegment \
 	./server/store:FuzzSnapshot \
-	./server:FuzzRequest
+	./server:FuzzRequest \
+	./server:FuzzRaftEntry \
+	./server:FuzzNote \
+	./server/quorum:FuzzPeerFrames \
+	./server/quorum:FuzzCheckedRaft
 
 .PHONY: run build test deps check vet fmt-check bench bench-micro bench-compare bench-ensemble fuzz lint clean
 

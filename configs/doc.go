@@ -14,7 +14,9 @@
 // strings in the environment and in flags. A key no section knows, in the file or as a
 // PADDOCK_<SECTION>_ variable of a known section, stops loading with an error that names
 // it, as does a value of the wrong type (key, value and what is allowed). Loading then
-// runs the component's Validate.
+// runs the component's Validate. A password (a key ending in _password, or a zoo.cfg
+// key naming one) is never shown in an error or the log, nor is what the file a
+// zoo.cfg passwordPath key names holds.
 //
 // An Apache ZooKeeper zoo.cfg (--zoo-cfg) is read as ZooKeeper reads it (zoocfg.go);
 // zookeys.go lists the keys it maps, the ones it accepts with a warning (named, with the

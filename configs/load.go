@@ -159,7 +159,11 @@ func (l *loader) load(s *section, cfg any) error {
 		full := s.name + "." + f.key
 		raw := l.v.Get(full)
 		if err := decode(rv.Field(f.index), raw); err != nil {
-			errs = append(errs, fmt.Errorf("%s = %s: %w%s", full, show(raw), err, fromSuffix(l.source(s, f.key))))
+			value := show(raw)
+			if f.secret {
+				value = "(hidden)"
+			}
+			errs = append(errs, fmt.Errorf("%s = %s: %w%s", full, value, err, fromSuffix(l.source(s, f.key))))
 		}
 	}
 	return errors.Join(errs...)

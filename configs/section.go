@@ -20,8 +20,9 @@ type section struct {
 
 // A field is one key of a section.
 type field struct {
-	key   string // snake_case key inside the section, e.g. "tick_time"
-	index int    // index of the struct field it sets
+	key    string // snake_case key inside the section, e.g. "tick_time"
+	index  int    // index of the struct field it sets
+	secret bool   // a password (key *_password): errors never show its value
 }
 
 var (
@@ -54,7 +55,7 @@ func newSection(name string, cfg any, renames map[string]string) *section {
 		if k, ok := renames[f.Name]; ok {
 			key = k
 		}
-		s.fields = append(s.fields, field{key: key, index: i})
+		s.fields = append(s.fields, field{key: key, index: i, secret: strings.HasSuffix(key, "_password")})
 	}
 	return s
 }

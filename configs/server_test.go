@@ -15,10 +15,14 @@ import (
 func TestServerKeys(t *testing.T) {
 	want := []string{"client_addr", "data_dir", "data_log_dir", "server_id", "tick_time",
 		"min_session_timeout", "max_session_timeout", "max_client_cnxns", "max_buffer",
-		"max_outstanding", "super_digest", "extended_types", "skip_acl",
+		"max_outstanding", "max_outstanding_per_conn", "max_queued_bytes", "handshake_timeout",
+		"super_digest", "extended_types", "skip_acl",
 		"container_check_interval", "container_max_per_minute", "four_letter_words",
 		"admin_addr", "snap_count", "snap_retain_count", "purge_interval", "prealloc_size", "profile_contention", "procs", "force_sync",
-		"ensemble", "election_timeout", "reconfig_enabled", "join"}
+		"ensemble", "election_timeout", "reconfig_enabled", "join",
+		"quorum_tls", "quorum_key_store", "quorum_key_store_type", "quorum_key_store_password",
+		"quorum_trust_store", "quorum_trust_store_type", "quorum_trust_store_password",
+		"quorum_hostname_verification", "quorum_tls_protocol", "quorum_tls_enabled_protocols", "quorum_tls_cipher_suites"}
 	if got := serverSection.keys(); !slices.Equal(got, want) {
 		t.Errorf("server keys =\n%q\nwant\n%q", got, want)
 	}
@@ -155,7 +159,9 @@ server:
 		AdminAddr: "", SnapCount: 1000, SnapRetainCount: 3, PurgeInterval: time.Hour, ForceSync: true,
 		Ensemble: []string{"7=zk7.example.com:2888:3888;2281", "8=zk8.example.com:2888:3888:participant",
 			"9=[fd00::9]:2888:3888:observer;[fd00::9]:2181"},
-		ElectionTimeout: 500 * time.Millisecond,
+		ElectionTimeout:       500 * time.Millisecond,
+		MaxOutstandingPerConn: 100, MaxQueuedBytes: 256 << 20, HandshakeTimeout: 10 * time.Second, // defaults
+		QuorumHostnameVerification: true,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("LoadServer =\n%+v\nwant\n%+v", cfg, want)

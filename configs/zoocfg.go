@@ -118,6 +118,9 @@ func (m *zooMapper) lastOfEach(file string, props []property) []property {
 func (m *zooMapper) apply(p property) error {
 	key, value := javaTrim(p.key), javaTrim(p.value)
 	bad := func(err error) error {
+		if zooHidden(key) {
+			return fmt.Errorf("%s:%d: %s (value hidden): %w", m.path, p.line, key, err)
+		}
 		return fmt.Errorf("%s:%d: %s = %q: %w", m.path, p.line, key, value, err)
 	}
 	if parse, ok := zooMapped[key]; ok {
@@ -202,6 +205,7 @@ func (m *zooMapper) finish() (*zooCfg, error) {
 	}
 	m.adminAddr(c)
 	m.autopurge(c)
+	errs = append(errs, m.passwords(c))
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -433,6 +437,35 @@ func (m *zooMapper) readDynamic(file string) error {
 			m.logger.Warn("zoo.cfg key ignored", "key", key, "file", file, "line", p.line, "reason", zooIgnoredWhy(key))
 		default:
 			errs = append(errs, bad(errors.New("want only server.N, group.N, weight.N and version in a dynamic config file")))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// passwords sets the key and trust store passwords, each from its password key or from
+// the file its passwordPath key names, which wins as in ZooKeeper. ZooKeeper's
+// SecretUtils.readSecret drops one trailing line separator; so does paddock, \r\n too.
+// Neither the password nor the file's contents ever appear in an error or the log.
+func (m *zooMapper) passwords(c *zooCfg) error {
+	var errs []error
+	for _, p := range zooPasswords {
+		pw, hasPW := m.got[p.zk].(string)
+		file, _ := m.got[p.path].(string)
+		switch {
+		case file != "":
+			data, err := os.ReadFile(file)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s:%d: %s = %q: read the password: %w", m.path, m.lines[p.path], p.path, file, err))
+				continue
+			}
+			if hasPW {
+				m.logger.Warn("zoo.cfg password set twice: the file wins, as in zookeeper",
+					"key", p.zk, "line", m.lines[p.zk], "file_key", p.path, "file", m.path)
+			}
+			pw := strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r")
+			c.set(p.key, pw, p.path)
+		case hasPW:
+			c.set(p.key, pw, p.zk)
 		}
 	}
 	return errors.Join(errs...)

@@ -134,6 +134,7 @@ maxSessionTimeout=90000
 snapCount=5000
 preAllocSize=16384
 globalOutstandingLimit=2000
+nio.sessionlessCnxnTimeout=3000
 autopurge.snapRetainCount=5
 autopurge.purgeInterval=24
 4lw.commands.whitelist=ruok, mntr ,,stat
@@ -159,6 +160,7 @@ znode.container.maxPerMinute=600
 				c.ContainerCheckInterval, c.ContainerMaxPerMinute = 5*time.Second, 600
 				c.ServerID = 42
 				c.SnapRetainCount, c.PurgeInterval = 5, 24*time.Hour
+				c.HandshakeTimeout = 3 * time.Second
 			},
 		},
 		{
@@ -617,19 +619,19 @@ func TestZooCfgEnsemble(t *testing.T) {
 // The warnings for ensemble keys say what paddock does instead.
 func TestZooCfgEnsembleWarnings(t *testing.T) {
 	_, log, err := loadZooCfg(t, "dataDir=DIR\nclientPort=2181\ninitLimit=10\nsyncLimit=5\nelectionAlg=3\n"+
-		"quorumListenOnAllIPs=true\nsslQuorum=true\nssl.quorum.keyStore.location=/k\nmultiAddress.enabled=true\n"+
+		"quorumListenOnAllIPs=true\nsslQuorumReloadCertFiles=true\nssl.quorum.crl=true\nmultiAddress.enabled=true\n"+
 		"server.1=zk1:2888:3888\nserver.2=zk2:2888:3888\nserver.3=zk3:2888:3888\n", "1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for key, reason := range map[string]string{
-		"initLimit":                    "server.election_timeout, default 1s",
-		"syncLimit":                    "server.election_timeout, default 1s",
-		"electionAlg":                  "paddock elects leaders with Raft",
-		"quorumListenOnAllIPs":         "members listen on the peer address of their server.N line",
-		"sslQuorum":                    "the member transport has no TLS yet",
-		"ssl.quorum.keyStore.location": "the member transport has no TLS yet",
-		"multiAddress.enabled":         "a paddock member has one peer address",
+		"initLimit":                "server.election_timeout, default 1s",
+		"syncLimit":                "server.election_timeout, default 1s",
+		"electionAlg":              "paddock elects leaders with Raft",
+		"quorumListenOnAllIPs":     "members listen on the peer address of their server.N line",
+		"sslQuorumReloadCertFiles": "paddock reads the key and trust stores once, at start",
+		"ssl.quorum.crl":           "paddock checks no certificate revocation (CRL, OCSP)",
+		"multiAddress.enabled":     "a paddock member has one peer address",
 	} {
 		if !slices.ContainsFunc(strings.Split(log, "\n"), func(l string) bool {
 			return strings.Contains(l, "key="+key+" ") && strings.Contains(l, reason)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/paddock/paddock/internal/certs"
 )
 
 // zooMapped lists the zoo.cfg keys paddock uses, each with how ZooKeeper reads its value.
@@ -31,6 +33,10 @@ var zooMapped = map[string]func(string) (any, error){
 	"preAllocSize":           kibibytes,
 	"globalOutstandingLimit": javaDecode,
 
+	// zookeeper.nio.sessionlessCnxnTimeout, which zoo.cfg sets without its zookeeper.
+	// prefix, as it sets every key QuorumPeerConfig does not know as a system property.
+	"nio.sessionlessCnxnTimeout": positiveMillis(javaDecode),
+
 	"autopurge.snapRetainCount": javaInt,
 	"autopurge.purgeInterval":   purgeHours,
 
@@ -51,6 +57,39 @@ var zooMapped = map[string]func(string) (any, error){
 
 	"dynamicConfigFile": nonEmpty("want a file name"),
 	"peerType":          learnerType,
+
+	// The member link's TLS. ZooKeeper turns the ssl.quorum.* keys into system properties
+	// (zookeeper.ssl.quorum.*) that its QuorumX509Util reads; an empty value is as good as
+	// none there, and here. The password keys are never shown back (zooHidden).
+	"sslQuorum":                          javaBool,
+	"ssl.quorum.keyStore.location":       anyString,
+	"ssl.quorum.keyStore.type":           storeType,
+	"ssl.quorum.keyStore.password":       anyString,
+	"ssl.quorum.keyStore.passwordPath":   anyString,
+	"ssl.quorum.trustStore.location":     anyString,
+	"ssl.quorum.trustStore.type":         storeType,
+	"ssl.quorum.trustStore.password":     anyString,
+	"ssl.quorum.trustStore.passwordPath": anyString,
+	"ssl.quorum.hostnameVerification":    javaBool,
+	"ssl.quorum.protocol":                tlsProtocol,
+	"ssl.quorum.enabledProtocols":        tlsProtocols,
+	"ssl.quorum.ciphersuites":            cipherSuites,
+	"ssl.quorum.clientAuth":              clientAuthNeed,
+}
+
+// zooHidden reports whether key's value may be a secret, which an error about the key
+// must not show: a password key, or what may be one misspelt (ssl.quorum.keystore.password).
+func zooHidden(key string) bool {
+	k := strings.ToLower(key)
+	return strings.Contains(k, "passw") || strings.Contains(k, "secret")
+}
+
+// zooPasswords maps the password keys to the server keys they set, each with the
+// ZooKeeper 3.8 key naming a file that holds the password instead; when both are set the
+// file wins, as in ZooKeeper (X509Util.getPasswordFromConfigPropertyOrFile).
+var zooPasswords = []struct{ zk, path, key string }{
+	{"ssl.quorum.keyStore.password", "ssl.quorum.keyStore.passwordPath", "quorum_key_store_password"},
+	{"ssl.quorum.trustStore.password", "ssl.quorum.trustStore.passwordPath", "quorum_trust_store_password"},
 }
 
 // zooDirect maps zoo.cfg keys whose parsed value is a server key's value as is.
@@ -64,6 +103,7 @@ var zooDirect = []struct{ zk, key string }{
 	{"snapCount", "snap_count"},
 	{"preAllocSize", "prealloc_size"},
 	{"globalOutstandingLimit", "max_outstanding"},
+	{"nio.sessionlessCnxnTimeout", "handshake_timeout"},
 	{"autopurge.purgeInterval", "purge_interval"},
 	{"4lw.commands.whitelist", "four_letter_words"},
 	{"forceSync", "force_sync"},
@@ -74,14 +114,26 @@ var zooDirect = []struct{ zk, key string }{
 	{"DigestAuthenticationProvider.superDigest", "super_digest"},
 	{"znode.container.checkIntervalMs", "container_check_interval"},
 	{"znode.container.maxPerMinute", "container_max_per_minute"},
+	{"sslQuorum", "quorum_tls"},
+	{"ssl.quorum.keyStore.location", "quorum_key_store"},
+	{"ssl.quorum.keyStore.type", "quorum_key_store_type"},
+	{"ssl.quorum.trustStore.location", "quorum_trust_store"},
+	{"ssl.quorum.trustStore.type", "quorum_trust_store_type"},
+	{"ssl.quorum.hostnameVerification", "quorum_hostname_verification"},
+	{"ssl.quorum.protocol", "quorum_tls_protocol"},
+	{"ssl.quorum.enabledProtocols", "quorum_tls_enabled_protocols"},
+	{"ssl.quorum.ciphersuites", "quorum_tls_cipher_suites"},
 }
 
 // Why paddock accepts a ZooKeeper key without using it; each reason goes into the warning.
 const (
-	whySecurity  = "paddock has no TLS, SASL, Kerberos or X.509: clients connect in the clear on clientPort"
+	whySecurity  = "paddock has no TLS, SASL, Kerberos or X.509 for clients yet: they connect in the clear on clientPort"
 	whyJVM       = "a setting of ZooKeeper's Java implementation with no equivalent in paddock"
 	whyClient    = "a ZooKeeper client setting, not a server one"
 	whyNoFeature = "a ZooKeeper feature paddock does not have"
+
+	whyLargeRequests = "paddock counts a request once per 64 KiB of its frame toward globalOutstandingLimit, " +
+		"and throttles rather than closes (docs/limits.md)"
 
 	// The ensemble's keys: paddock's members replicate with Raft, not ZooKeeper's Zab.
 	whyRaftTiming = "Raft's election timeout (server.election_timeout, default 1s) does this job in paddock's ensembles"
@@ -89,8 +141,14 @@ const (
 	whyZab        = "a setting of ZooKeeper's Zab ensembles with no equivalent in paddock's Raft ones"
 	whyReconfig   = "paddock keeps a reconfigured ensemble in its Raft log, not in a dynamic config file (docs/ensemble.md)"
 	whyQuorum     = "paddock's quorum is a majority of the participants (Raft): no groups, weights or oracle"
-	whyPeerTLS    = "the member transport has no TLS yet"
-	whyPeerAuth   = "the member transport has no authentication (SASL) yet"
+	whyPeerAuth   = "paddock's members authenticate each other with TLS certificates (sslQuorum), not SASL"
+
+	// The member link's TLS settings paddock does not have.
+	whyCertReload  = "paddock reads the key and trust stores once, at start: restart a member to load new certificates"
+	whyRevocation  = "paddock checks no certificate revocation (CRL, OCSP): to shut out a leaked key, make a new CA and new member certificates"
+	whyTLSDetect   = "paddock's peer port speaks TLS only when sslQuorum is set, and plain TCP only when it is not: there is no TLS detection"
+	whyTLSProvider = "paddock's TLS is Go's crypto/tls"
+	whyClientHost  = "a member accepting a connection checks the member id the peer's certificate proves, not the host name of its address"
 )
 
 // zooIgnored lists keys ZooKeeper knows and paddock does not use: QuorumPeerConfig's own
@@ -116,8 +174,7 @@ var zooIgnored = map[string]struct {
 	"forceSnapshotSync":               {whyZab, nil},
 	"leaderConnectDelayDuringRetryMs": {whyZab, nil},
 	"oraclePath":                      {whyQuorum, nil},
-	"sslQuorum":                       {whyPeerTLS, javaBool},
-	"sslQuorumReloadCertFiles":        {whyPeerTLS, javaBool},
+	"sslQuorumReloadCertFiles":        {whyCertReload, javaBool},
 	"quorum.cnxn.threads.size":        {whyJVM, javaInt},
 	"ensembleAuthName":                {whyNoFeature, nil},
 
@@ -155,8 +212,8 @@ var zooIgnored = map[string]struct {
 	"maxWriteQueuePollTime":                                 {whyJVM, nil},
 	"maxBatchSize":                                          {whyJVM, nil},
 	"throttled_op_wait_time":                                {whyJVM, nil},
-	"largeRequestMaxBytes":                                  {whyJVM, nil},
-	"largeRequestThreshold":                                 {whyJVM, nil},
+	"largeRequestMaxBytes":                                  {whyLargeRequests, nil},
+	"largeRequestThreshold":                                 {whyLargeRequests, nil},
 	"intBufferStartingSizeBytes":                            {whyJVM, nil},
 	"bitHashCacheSize":                                      {whyJVM, nil},
 	"fsync.warningthresholdms":                              {whyJVM, nil},
@@ -194,6 +251,13 @@ var zooIgnored = map[string]struct {
 	"audit.enable":                  {whyNoFeature, nil},
 	"audit.impl.class":              {whyNoFeature, nil},
 
+	"ssl.quorum.context.supplier.class":          {"a Java class that supplies the SSLContext: paddock builds its TLS from the ssl.quorum.keyStore and trustStore keys", nil},
+	"ssl.quorum.crl":                             {whyRevocation, nil},
+	"ssl.quorum.ocsp":                            {whyRevocation, nil},
+	"ssl.quorum.handshakeDetectionTimeoutMillis": {whyTLSDetect, nil},
+	"ssl.quorum.clientHostnameVerification":      {whyClientHost, nil},
+	"ssl.quorum.sslProvider":                     {whyTLSProvider, nil},
+
 	"clientCnxnSocket":      {whyClient, nil},
 	"disableAutoWatchReset": {whyClient, nil},
 	"request.timeout":       {whyClient, nil},
@@ -211,8 +275,7 @@ var zooIgnoredPrefixes = []struct{ prefix, why string }{
 	{"follower.", whyZab},
 	{"observer.", whyZab},
 	{"observerMaster.", whyZab},
-	{"ssl.quorum.", whyPeerTLS}, // before ssl.: the first prefix that matches gives the reason
-	{"ssl.", whySecurity},
+	{"ssl.", whySecurity}, // but not ssl.quorum.: see zooIgnoredWhy
 	{"authProvider.", whySecurity},
 	{"sasl.", whySecurity},
 	{"kerberos.", whySecurity},
@@ -235,6 +298,11 @@ var zooIgnoredPrefixes = []struct{ prefix, why string }{
 func zooIgnoredWhy(key string) string {
 	if k, ok := zooIgnored[key]; ok {
 		return k.why
+	}
+	if strings.HasPrefix(key, "ssl.quorum.") {
+		// The member link's keys are all listed, so that a misspelt one, which would
+		// leave the link less secure than meant, is an unknown key with a suggestion.
+		return ""
 	}
 	for _, p := range zooIgnoredPrefixes {
 		if strings.HasPrefix(key, p.prefix) {
@@ -435,4 +503,73 @@ func fourLetterWords(s string) (any, error) {
 		words = append(words, "srvr")
 	}
 	return words, nil
+}
+
+func anyString(s string) (any, error) { return s, nil }
+
+// storeType reads ssl.quorum.keyStore.type and trustStore.type: PEM, PKCS12 or JKS in
+// any case; empty tells the type by the store's file name, as in ZooKeeper. JKS is kept
+// for the store's loading to decide (certs.LoadKeyStore): it reads a PKCS12 file called
+// JKS, as Java does, and refuses a true JKS one with how to convert it. BCFKS is refused.
+func storeType(s string) (any, error) {
+	switch {
+	case s == "":
+		return "", nil
+	case strings.EqualFold(s, "JKS"):
+		return "JKS", nil
+	}
+	return certs.StoreType("", s)
+}
+
+// tlsProtocol reads ssl.quorum.protocol: TLSv1.2 or TLSv1.3.
+func tlsProtocol(s string) (any, error) {
+	if s == "" {
+		return "", nil
+	}
+	if _, err := certs.Version(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// tlsProtocols reads ssl.quorum.enabledProtocols: comma-separated, as ZooKeeper splits it;
+// blanks around names are dropped.
+func tlsProtocols(s string) (any, error) {
+	list := commaList(s)
+	if _, _, err := certs.Versions("", list); err != nil {
+		return nil, err
+	}
+	return list, nil
+}
+
+// cipherSuites reads ssl.quorum.ciphersuites: comma-separated IANA names.
+func cipherSuites(s string) (any, error) {
+	list := commaList(s)
+	if _, err := certs.CipherSuites(list); err != nil {
+		return nil, err
+	}
+	return list, nil
+}
+
+// clientAuthNeed reads ssl.quorum.clientAuth, which ZooKeeper reads in any case and
+// defaults to need. Only need is accepted: members must prove who they are to each other.
+func clientAuthNeed(s string) (any, error) {
+	switch strings.ToLower(s) {
+	case "", "need":
+		return true, nil
+	case "want", "none":
+		return nil, errors.New("paddock's members always require each other's certificates: want need, or no ssl.quorum.clientAuth")
+	}
+	return nil, errors.New("want need (ZooKeeper's NONE and WANT are refused: members must authenticate each other)")
+}
+
+// commaList splits a comma-separated value, dropping blanks around items and empty items.
+func commaList(s string) []string {
+	var list []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			list = append(list, item)
+		}
+	}
+	return list
 }

@@ -118,6 +118,30 @@ type Config struct {
 	// to be added to a running ensemble by a reconfig, instead of starting a new
 	// ensemble of the members listed in Ensemble.
 	Join bool
+
+	// QuorumTLS secures the member link with mutual TLS (sslQuorum): a member presents
+	// the certificate of QuorumKeyStore, accepts only members whose certificates chain
+	// to QuorumTrustStore and prove the member id they claim, and sends nothing in the
+	// clear (docs/security.md). Without it the peer port is unauthenticated.
+	QuorumTLS bool
+	// QuorumKeyStore holds the member's private key and certificate chain
+	// (ssl.quorum.keyStore.location); QuorumKeyStoreType is PEM or PKCS12, empty to
+	// tell by the file name (ssl.quorum.keyStore.type); QuorumKeyStorePassword
+	// decrypts it (ssl.quorum.keyStore.password). It is never logged or shown.
+	QuorumKeyStore, QuorumKeyStoreType, QuorumKeyStorePassword string
+	// QuorumTrustStore holds the CA certificates a member's certificate must chain to
+	// (ssl.quorum.trustStore.location, .type, .password).
+	QuorumTrustStore, QuorumTrustStoreType, QuorumTrustStorePassword string
+	// QuorumHostnameVerification makes a member check that a peer's certificate is
+	// valid for the host of that peer's server.N line (ssl.quorum.hostnameVerification).
+	QuorumHostnameVerification bool
+	// QuorumTLSProtocol, QuorumTLSEnabledProtocols and QuorumTLSCipherSuites restrict
+	// the TLS versions and cipher suites (ssl.quorum.protocol, .enabledProtocols,
+	// .ciphersuites): versions as TLSv1.2 and TLSv1.3, suites by their IANA names.
+	// Empty means TLS 1.2 or 1.3 with Go's default suites.
+	QuorumTLSProtocol         string
+	QuorumTLSEnabledProtocols []string
+	QuorumTLSCipherSuites     []string
 }
 
 // DefaultConfig returns the embedded default: standalone, data under ./data, port 2181.
@@ -142,6 +166,8 @@ func DefaultConfig() Config {
 		PurgeInterval:          time.Hour,
 		ForceSync:              true,
 		ElectionTimeout:        time.Second,
+
+		QuorumHostnameVerification: true,
 	}
 }
 
@@ -235,6 +261,9 @@ func (c *Config) Validate() error {
 		bad("election_timeout", c.ElectionTimeout, "must be at least 10ms")
 	}
 	if err := c.validateEnsemble(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.validateQuorumTLS(); err != nil {
 		errs = append(errs, err)
 	}
 	for _, w := range c.FourLetterWords {

@@ -54,8 +54,11 @@ func (r *replica) reconfigure(ctx context.Context, req *wire.ReconfigRequest, id
 	defer cancel()
 	if _, err := r.node.ProposeConfChange(ctx, changes, change); err != nil {
 		s.logger.Info("reconfig failed", "err", err)
-		if errors.Is(err, context.DeadlineExceeded) {
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
 			return wire.ErrReconfigInProgress // Raft takes one change at a time
+		case errors.Is(err, quorum.ErrRefused):
+			return wire.ErrBadArguments
 		}
 		return wire.ErrNewConfigNoQuorum
 	}
@@ -167,16 +170,17 @@ func confChanges(cur, next []Member) ([]*raftpb.ConfChangeSingle, error) {
 // context — the initial membership, Raft leaving a joint configuration — change
 // nothing here.
 func (r *replica) confChanged(ce *quorum.ConfEntry) {
-	if len(ce.Context) < 8 {
+	if len(ce.Context) == 0 {
 		return
 	}
 	s := r.s
-	mtime := int64(binary.BigEndian.Uint64(ce.Context))
-	ms, err := parseServerLines(ce.Context[8:])
-	if err != nil {
-		s.fatal(fmt.Errorf("raft entry %d: membership: %w", ce.Index, err))
+	mc, err := decodeMembershipChange(ce.Context)
+	if err != nil { // checkConfChange made quorum skip such a change: never here
+		s.logger.Error("membership change without server lines: /zookeeper/config left as it was",
+			"raft_index", ce.Index, "err", err)
 		return
 	}
+	mtime, ms := mc.mtime, mc.members
 	s.lastZxid = nextZxid(s.lastZxid, ce.Term)
 	zxid := s.lastZxid
 	s.treeMu.Lock()

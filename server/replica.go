@@ -51,6 +51,9 @@ type replica struct {
 	touched  map[int64]struct{}     // sessions with client traffic since the last report; guarded by mu
 	members  []Member               // the ensemble, by id; guarded by mu; changed by reconfigs
 
+	maxEntry    int           // the largest Raft entry this member proposes (maxEntryBytes)
+	undecodable atomic.Uint64 // committed entries applied as error txns: they did not decode
+
 	serving atomic.Bool
 	removed atomic.Bool // a reconfig took this member out of the ensemble
 	// peers is node for setMembers, which the apply of the log's membership
@@ -80,7 +83,8 @@ func (s *Server) startReplica() error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &replica{s: s, id: uint64(s.cfg.ServerID), members: members, ctx: ctx, cancel: cancel,
-		pending: make(map[uint64][]*proposal), room: make(chan struct{}, 1), touched: make(map[int64]struct{})}
+		maxEntry: maxEntryBytes(s.cfg.MaxBuffer),
+		pending:  make(map[uint64][]*proposal), room: make(chan struct{}, 1), touched: make(map[int64]struct{})}
 	s.rep = r
 	s.tree = datatree.New()
 	s.tree.SetConfig(configData(members, 0))
@@ -103,7 +107,13 @@ func (s *Server) startReplica() error {
 	qc.KeepEntries = uint64(s.cfg.SnapCount / 2)
 	qc.OnNote = r.onNote
 	qc.OnConfChange = r.confChanged
+	qc.CheckEntry = r.checkEntry
+	qc.CheckConfChange = r.checkConfChange
+	qc.MaxEntryBytes = maxEntryBytes(s.cfg.MaxBuffer)
 	qc.Join = s.cfg.Join
+	if qc.TLS, err = s.cfg.quorumTLS(); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
 	node, err := quorum.New(qc, r.apply, s.logger)
 	if err != nil {
 		return fmt.Errorf("server: start ensemble member: %w", err)
@@ -222,15 +232,37 @@ func nextZxid(last int64, term uint64) int64 {
 
 // Entry layout: a uvarint count, then each txn as a uvarint length and txn.Encode's bytes.
 
-func encodeBatch(dst []byte, enc *wire.Encoder, batch []*proposal) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(batch)))
-	for _, p := range batch {
+// entryTarget is the size past which a batch of txns is cut into several Raft entries:
+// Raft sends at least one entry per message, and the peer protocol bounds messages by
+// the largest entry (maxEntryBytes), so entries stay small unless one txn is large.
+const entryTarget = 1 << 20
+
+// maxEntryBytes bounds one Raft entry of a member: a batch cut at entryTarget, or one
+// txn, which holds a request of at most jute.maxbuffer and the requester's identities.
+func maxEntryBytes(maxBuffer int) int { return 2*maxBuffer + entryTarget }
+
+// encodeBatch encodes the longest prefix of batch that fits one entry into dst: txns
+// until they pass entryTarget, at least one. It returns the entry and how many txns it
+// holds; body is scratch space. A txn larger than an entry may be — only a client with
+// an absurd number of identities can make one — is replaced by an error txn, which its
+// client is answered with, rather than submitted for the other members to refuse.
+func encodeBatch(dst, body []byte, enc *wire.Encoder, batch []*proposal, maxEntry int) (entry, scratch []byte, n int) {
+	body = body[:0]
+	for n < len(batch) && (n == 0 || len(body) < entryTarget) {
+		p := batch[n]
 		enc.Reset()
 		p.txn.Encode(enc)
-		dst = binary.AppendUvarint(dst, uint64(enc.Len()))
-		dst = append(dst, enc.Bytes()...)
+		if enc.Len() > maxEntry-entryTarget {
+			p.txn.Op, p.txn.Req, p.txn.Ids = wire.OpError, &txn.ErrorTxn{Code: int32(wire.ErrMarshallingError)}, nil
+			enc.Reset()
+			p.txn.Encode(enc)
+		}
+		body = binary.AppendUvarint(body, uint64(enc.Len()))
+		body = append(body, enc.Bytes()...)
+		n++
 	}
-	return dst
+	dst = binary.AppendUvarint(dst, uint64(n))
+	return append(dst, body...), body, n
 }
 
 func decodeBatch(data []byte) ([]*proposal, error) {
@@ -270,8 +302,13 @@ func (r *replica) apply(e *quorum.Entry) {
 	if batch == nil {
 		var err error
 		if batch, err = decodeBatch(e.Data); err != nil {
-			s.fatal(fmt.Errorf("raft entry %d: %w", e.Index, err))
-			return
+			// The leader refuses what does not decode, so this is a committed entry that
+			// got past it (an older leader's, or a forged one on a link without TLS): every
+			// member applies it as the same error txn, and goes on.
+			s.logger.Error("committed raft entry cannot be decoded: applied as an error txn",
+				"raft_index", e.Index, "from", e.From, "size", len(e.Data), "err", err)
+			r.undecodable.Add(1)
+			batch = []*proposal{undecodable()}
 		}
 	}
 	for _, p := range batch {
@@ -303,7 +340,7 @@ func (r *replica) take(seq uint64) []*proposal {
 func (r *replica) proposeLoop() {
 	s := r.s
 	var enc wire.Encoder
-	var buf []byte
+	var buf, body []byte
 	for {
 		batch := s.nextBatch()
 		if batch == nil || !r.waitRoom() {
@@ -317,17 +354,26 @@ func (r *replica) proposeLoop() {
 		for _, p := range batch {
 			p.txn.Time = now
 		}
-		buf = encodeBatch(buf[:0], &enc, batch)
-		seq := r.node.NextSeq()
-		r.mu.Lock()
-		r.pending[seq] = batch
-		r.inflight += len(batch)
-		r.mu.Unlock()
-		if err := r.node.Submit(r.ctx, seq, buf); err != nil {
-			s.logger.Debug("proposal not taken", "err", err)
-			if b := r.take(seq); b != nil {
-				r.fail(b)
-			}
+		for len(batch) > 0 {
+			var n int
+			buf, body, n = encodeBatch(buf[:0], body, &enc, batch, r.maxEntry)
+			r.submit(batch[:n], buf)
+			batch = batch[n:]
+		}
+	}
+}
+
+// submit proposes one entry holding batch.
+func (r *replica) submit(batch []*proposal, entry []byte) {
+	seq := r.node.NextSeq()
+	r.mu.Lock()
+	r.pending[seq] = batch
+	r.inflight += len(batch)
+	r.mu.Unlock()
+	if err := r.node.Submit(r.ctx, seq, entry); err != nil {
+		r.s.logger.Debug("proposal not taken", "err", err)
+		if b := r.take(seq); b != nil {
+			r.fail(b)
 		}
 	}
 }
@@ -471,24 +517,24 @@ func (r *replica) report(leader uint64) {
 		r.mu.Unlock()
 		return
 	}
-	buf := make([]byte, 0, 8*len(r.touched))
-	for id := range r.touched {
-		buf = binary.BigEndian.AppendUint64(buf, uint64(id))
-	}
+	buf := appendNote(make([]byte, 0, 8*len(r.touched)), r.touched)
 	clear(r.touched)
 	r.mu.Unlock()
 	r.node.SendNote(leader, buf)
 }
 
-// onNote receives another member's report of its sessions' traffic.
-func (r *replica) onNote(from uint64, data []byte) {
-	if !r.leading() || len(data)%8 != 0 {
-		return
+// onNote receives another member's report of its sessions' traffic (quorum's OnNote;
+// from is the member whose connection carried it).
+func (r *replica) onNote(from uint64, data []byte) error {
+	ids, err := decodeNote(data)
+	if err != nil || !r.leading() {
+		return err
 	}
 	now := time.Now()
-	for ; len(data) > 0; data = data[8:] {
-		r.s.sessions.Touch(int64(binary.BigEndian.Uint64(data)), now)
+	for _, id := range ids {
+		r.s.sessions.Touch(id, now)
 	}
+	return nil
 }
 
 // Snapshot implements quorum.Snapshotter: the tree in the snapshot file's records,
@@ -512,20 +558,7 @@ func (r *replica) Snapshot() ([]byte, error) {
 // clients' watches and views belong to the state left behind.
 func (r *replica) Restore(data []byte, index, term uint64) error {
 	s := r.s
-	l := datatree.NewLoader()
-	for len(data) > 0 {
-		n, k := binary.Uvarint(data)
-		if k <= 0 || n > uint64(len(data)-k) {
-			l.Abort()
-			return fmt.Errorf("snapshot at raft index %d: record length past its end", index)
-		}
-		if err := l.Add(data[k : k+int(n)]); err != nil {
-			l.Abort()
-			return fmt.Errorf("snapshot at raft index %d: %w", index, err)
-		}
-		data = data[k+int(n):]
-	}
-	t, err := l.Tree()
+	t, err := loadSnapshotData(data)
 	if err != nil {
 		return fmt.Errorf("snapshot at raft index %d: %w", index, err)
 	}
@@ -577,6 +610,10 @@ func (r *replica) fillStats(st *admin.Stats) {
 			q.Size++
 		}
 	}
+	pc := r.node.Counters()
+	q.Refused = admin.PeerRefusals{Connections: int64(pc.ConnsRefused), Frames: int64(pc.FramesRefused),
+		Messages: int64(pc.MessagesDropped), Proposals: int64(pc.ProposalsRefused), Notes: int64(pc.NotesDropped),
+		EntriesSkipped: int64(pc.EntriesSkipped), EntriesUndecodable: int64(r.undecodable.Load())}
 	if rs := r.status.Load(); rs != nil && rs.Role == quorum.RoleLeader {
 		q.Followers, q.SyncedFollowers = rs.Followers, rs.SyncedFollowers
 		q.Observers, q.SyncedObservers = rs.Learners, rs.SyncedLearners

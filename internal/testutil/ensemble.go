@@ -3,11 +3,14 @@ package testutil
 import (
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/paddock/paddock/internal/certs"
 	"github.com/paddock/paddock/server"
 	"github.com/paddock/paddock/server/admin"
 )
@@ -168,5 +171,33 @@ func (e *Ensemble) WaitServing() {
 	})
 	if !ok {
 		e.tb.Fatalf("ensemble: not every member serves after 30s")
+	}
+}
+
+// QuorumTLS makes a CA in a temporary directory and, for each member StartEnsemble
+// configures, a key store naming its id and 127.0.0.1, and secures the member link with
+// them: pass it, or call it from, StartEnsemble's configure.
+func QuorumTLS(tb testing.TB) func(i int, c *server.Config) {
+	tb.Helper()
+	dir := tb.TempDir()
+	ca, err := certs.NewCA("paddock test CA", time.Hour)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	trust := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(trust, ca.CertPEM(), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return func(_ int, c *server.Config) {
+		certPEM, keyPEM, err := ca.Issue(certs.IssueOptions{CommonName: fmt.Sprintf("member %d", c.ServerID),
+			Hosts: []string{"127.0.0.1"}, MemberID: uint64(c.ServerID), Validity: time.Hour})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		store := filepath.Join(dir, fmt.Sprintf("member-%d.pem", c.ServerID))
+		if err := os.WriteFile(store, certs.KeyStorePEM(certPEM, keyPEM, ca.CertPEM()), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+		c.QuorumTLS, c.QuorumKeyStore, c.QuorumTrustStore = true, store, trust
 	}
 }

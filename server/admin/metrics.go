@@ -110,6 +110,7 @@ type statsCollector struct {
 	connections, outstanding, received, sent, fsyncSlowDesc *prometheus.Desc
 	sessionlessExpired, framesRejected, largeResponses      *prometheus.Desc
 	connsDropped, throttleWaits, connThrottleWaits, queued  *prometheus.Desc
+	peerRefused                                             *prometheus.Desc
 }
 
 func newStatsCollector(a *Admin) *statsCollector {
@@ -137,6 +138,8 @@ func newStatsCollector(a *Admin) *statsCollector {
 		throttleWaits:      d("request_throttle_waits_total", "Times a connection stopped reading because the server had its limit of requests outstanding."),
 		connThrottleWaits:  d("connection_throttle_waits_total", "Times a connection stopped reading because it had its own limit of requests outstanding."),
 		queued:             d("queued_bytes", "Bytes of replies and notifications queued for clients and not yet written."),
+		peerRefused: d("peer_refused_total", "What an ensemble member refused of the other members' input, by kind: "+
+			"connections, frames, raft messages, proposals, notes; and committed entries skipped or undecodable.", "kind"),
 	}
 }
 
@@ -144,7 +147,7 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.info, c.znodes, c.dataSize, c.ephemerals, c.watches,
 		c.sessions, c.connections, c.outstanding, c.received, c.sent, c.fsyncSlowDesc,
 		c.sessionlessExpired, c.framesRejected, c.largeResponses, c.connsDropped, c.throttleWaits,
-		c.connThrottleWaits, c.queued} {
+		c.connThrottleWaits, c.queued, c.peerRefused} {
 		ch <- d
 	}
 }
@@ -176,4 +179,11 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	count(c.throttleWaits, l.ThrottleWaits)
 	count(c.connThrottleWaits, l.ConnThrottleWaits)
 	gauge(c.queued, l.QueuedBytes)
+	if q := st.Quorum; q != nil {
+		r := q.Refused
+		for kind, v := range map[string]int64{"connection": r.Connections, "frame": r.Frames, "message": r.Messages,
+			"proposal": r.Proposals, "note": r.Notes, "entry_skipped": r.EntriesSkipped, "entry_undecodable": r.EntriesUndecodable} {
+			ch <- prometheus.MustNewConstMetric(c.peerRefused, prometheus.CounterValue, float64(v), kind)
+		}
+	}
 }

@@ -115,6 +115,33 @@ type QuorumStats struct {
 	// the log up to the commit index.
 	Followers, SyncedFollowers int
 	Observers, SyncedObservers int
+	// Refused counts what the member refused of the other members' input since it
+	// started (docs/security.md).
+	Refused PeerRefusals
+}
+
+// PeerRefusals count what a member refused at its peer port, and the committed entries
+// it could not apply as written.
+type PeerRefusals struct {
+	// Connections closed before they carried a message: past the bound on unidentified
+	// connections, a failed TLS handshake, no or a bad hello, a certificate that does
+	// not prove the member id claimed.
+	Connections int64
+	// Frames: connections closed for a frame of an unknown kind, over its bound, or
+	// that does not decode.
+	Frames int64
+	// Messages: Raft messages dropped by the checks in front of Raft (terms or indexes
+	// out of range, a sender other than the connection's member, types members never send).
+	Messages int64
+	// Proposals the leader refused to put in the log: entries that do not decode or
+	// are not their sender's, impossible membership changes.
+	Proposals int64
+	// Notes that did not decode.
+	Notes int64
+	// EntriesSkipped are committed membership changes that did not decode or apply;
+	// EntriesUndecodable committed batches of txns that did not decode, each applied as
+	// an error txn. Every member skips the same ones.
+	EntriesSkipped, EntriesUndecodable int64
 }
 
 // Connection is a snapshot of one client connection. ConnStats fills the statistics fields;

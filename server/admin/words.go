@@ -235,6 +235,11 @@ func (a *Admin) monitor() object {
 				field{"synced_followers", q.SyncedFollowers}, field{"synced_non_voting_followers", 0},
 				field{"synced_observers", q.SyncedObservers}, field{"pending_syncs", 0})
 		}
+		r := q.Refused
+		o = append(o, field{"peer_connections_refused", r.Connections}, field{"peer_frames_refused", r.Frames},
+			field{"peer_messages_dropped", r.Messages}, field{"peer_proposals_refused", r.Proposals},
+			field{"peer_notes_dropped", r.Notes}, field{"raft_entries_skipped", r.EntriesSkipped},
+			field{"raft_entries_undecodable", r.EntriesUndecodable})
 	}
 	if open, limit, ok := fileDescriptors(); ok {
 		o = append(o, field{"open_file_descriptor_count", open}, field{"max_file_descriptor_count", limit})

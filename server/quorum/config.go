@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
 )
 
 // Config is one member's view of the ensemble. It is immutable after New.
@@ -50,11 +52,32 @@ type Config struct {
 	// and the membership after it.
 	OnConfChange func(c *ConfEntry)
 	// OnNote, if set, receives the notes other members send with SendNote, on a
-	// connection's read goroutine: it must not block.
-	OnNote func(from uint64, data []byte)
+	// connection's read goroutine: it must not block. from is the member whose
+	// connection carried it (with TLS, the one its certificate proves). An error says
+	// the note did not decode; it is counted and dropped.
+	OnNote func(from uint64, data []byte) error
+	// TLS, if set, secures the peer link with mutual TLS. Without it the link is plain
+	// TCP and unauthenticated: anyone who reaches the peer port can speak as any
+	// member, and the member logs a warning saying so.
+	TLS *TLS
+	// MaxEntryBytes bounds the data of one proposal: the leader refuses larger ones from
+	// other members, Propose and Submit refuse them here, and the peer protocol's frame
+	// bound derives from it.
+	MaxEntryBytes int
+	// CheckEntry, if set, checks the data (after the proposal header) of a proposal
+	// member from sends, before the leader puts it in the log: an error refuses it. It
+	// runs on a connection's read goroutine and must not block.
+	CheckEntry func(from uint64, data []byte) error
+	// CheckConfChange, if set, checks the caller's context of a membership change with
+	// the membership the change makes: when a member proposes it, when the leader
+	// receives it, and when it is applied — where a change it refuses is skipped, alike
+	// on every member, as it must be deterministic.
+	CheckConfChange func(context []byte, after *raftpb.ConfState) error
 	// MaxSizePerMsg and MaxInflightMsgs are Raft's flow control knobs.
 	MaxSizePerMsg   uint64
 	MaxInflightMsgs int
+
+	timeouts *peerTimeouts // tests shorten the peer connections' timeouts
 }
 
 // DefaultConfig returns a Config with the timing and limits filled in; ID, Voters,
@@ -69,6 +92,7 @@ func DefaultConfig() Config {
 		MaxInflightMsgs: 256,
 		SnapshotEntries: 10000,
 		KeepEntries:     5000,
+		MaxEntryBytes:   8 << 20,
 	}
 }
 
@@ -88,6 +112,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("quorum: snapshot_entries 0: must be > 0 with a snapshotter")
 	case c.SendQueue <= 0:
 		return fmt.Errorf("quorum: send_queue %d: must be > 0", c.SendQueue)
+	case c.MaxEntryBytes < 1024 || c.MaxEntryBytes > maxFrame/2:
+		return fmt.Errorf("quorum: max_entry_bytes %d: must be in [1024, %d]", c.MaxEntryBytes, maxFrame/2)
 	}
 	for id := range c.Learners {
 		if _, ok := c.Voters[id]; ok || id == 0 {
@@ -103,6 +129,17 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("quorum: id %d: not among voters or learners", c.ID)
 	}
 	return nil
+}
+
+// frameLimits returns the bounds of the peer protocol's frames: a raft message holds at
+// most MaxSizePerMsg of entries, or one entry larger than that, plus its fields; a
+// snapshot frame holds the whole state machine, up to what a frame's length can say.
+func (c *Config) frameLimits() frameLimits {
+	return frameLimits{
+		raft: max(int(c.MaxSizePerMsg), c.MaxEntryBytes) + 1<<20,
+		snap: maxFrame,
+		note: noteLimit,
+	}
 }
 
 // others maps every member but this one to its address.

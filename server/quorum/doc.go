@@ -62,6 +62,10 @@
 // ApplyFunc is called once per proposal entry, in log order. Entries at or below
 // Config.Applied (the state machine's own applied index, from its snapshot) are
 // skipped, so a restarted member does not apply twice what its state machine kept.
+// No committed entry stops a member: one shorter than the header reaches ApplyFunc with
+// From 0 and its bytes as Data, for the state machine to apply as it sees fit, and a
+// membership change that does not decode, cannot apply (Raft would panic) or that
+// CheckConfChange refuses is skipped, alike on every member, and logged as an error.
 //
 // # Snapshots and compaction
 //
@@ -125,10 +129,22 @@
 // # Transport
 //
 // Every member listens on its peer address (ZooKeeper's server.N host:port) and
-// keeps one outbound TCP connection to each other member, fed by a bounded queue:
-// a frame is a uint32 big-endian length and a marshalled raftpb.Message. A full queue
-// drops the message and a failed dial or write redials with exponential backoff
-// (20ms to 1s); both report the peer unreachable, and Raft retransmits.
+// keeps one outbound connection to each other member, fed by a bounded queue. A
+// connection is plain TCP or, with Config.TLS, mutual TLS; it starts with the hellos
+// (the dialling member names itself and whom it meant to reach, the other answers with
+// its own once it accepts the connection), and then carries frames: a uint32
+// big-endian length, a kind byte and a body — a raftpb.Message, a snapshot message (a
+// kind of its own: the one that may be large, read one at a time), a note, or a
+// keepalive (frame.go). A full queue drops the message and a failed dial or write
+// redials with exponential backoff (20ms to 1s); both report the peer unreachable, and
+// Raft retransmits.
+//
+// What arrives is believed only as the connection's member's: with TLS the member its
+// certificate proves (peertls.go), without it whoever the hello named. Each Raft message
+// passes the checks in front of Raft (validate.go: types, sender, terms and indexes in
+// range, appends that follow, proposals that decode) or is dropped and counted
+// (Counters); frames are bounded by kind and read as their bytes arrive; connections
+// without a hello are bounded in number and time (docs/security.md).
 //
 // Membership changes (ProposeConfChange) are ConfChangeV2 entries whose context
 // starts with the proposal header; OnConfChange gets each applied change with the
@@ -141,6 +157,8 @@
 // and answers them when its ApplyFunc meets its own entry (From, Seq); the zxid of
 // each txn is given at apply (term<<32 | a counter that restarts each term); sync is
 // ReadIndex; the leader expires sessions from the notes in which members report
-// their clients' traffic. Still open: Storage on server/store's WAL (preallocated
+// their clients' traffic. The server's CheckEntry decodes every batch another member
+// proposes, and its ApplyFunc applies a committed entry that does not decode as an
+// error txn. Still open: Storage on server/store's WAL (preallocated
 // segments) and snapshots streamed rather than held in one []byte.
 package quorum

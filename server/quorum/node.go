@@ -21,6 +21,11 @@ import (
 var (
 	ErrClosed = errors.New("quorum: node closed")
 	ErrEmpty  = errors.New("quorum: empty proposal")
+	// ErrTooLarge refuses a proposal over Config.MaxEntryBytes.
+	ErrTooLarge = errors.New("quorum: proposal too large")
+	// ErrRefused says a membership change was refused: it cannot apply to the
+	// membership, or Config.CheckConfChange refused it.
+	ErrRefused = errors.New("quorum: membership change refused")
 )
 
 // proposalHeader is the size of the header Propose puts before the caller's data:
@@ -99,6 +104,13 @@ type Node struct {
 	leader  atomic.Uint64 // the leader as of the last Ready's SoftState; 0: none known
 	changed chan struct{} // signalled (capacity 1) when the leader or the role changes
 
+	// What the checks in front of Raft (validate.go) read of the Ready loop's state.
+	term      atomic.Uint64                    // the term as of the last Ready's HardState
+	lastIndex atomic.Uint64                    // the log's last index as of the last Ready
+	conf      atomic.Pointer[raftpb.ConfState] // the membership as of the applied index
+	counters  counters
+	refusals  *limitedLog // logs refused peer input, rate-limited
+
 	mu        sync.Mutex             // guards the fields below
 	waiters   map[uint64]chan uint64 // proposal seq → applied index
 	reads     map[uint64]chan uint64 // read request id → read index
@@ -158,7 +170,14 @@ func newNode(cfg Config, st Storage, apply ApplyFunc, logger *slog.Logger) (*Nod
 		appliedCh: make(chan struct{}), learners: make(map[uint64]bool),
 		stop: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{}, 1),
 	}
+	n.refusals = newLimitedLog(n.logger)
 	n.seq.Store(uint64(time.Now().UnixNano()))
+	last, err := st.LastIndex()
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("quorum: read storage: %w", err)
+	}
+	n.lastIndex.Store(last)
 	if err := n.loadSnapshot(); err != nil {
 		ln.Close()
 		return nil, err
@@ -174,8 +193,21 @@ func newNode(cfg Config, st Storage, apply ApplyFunc, logger *slog.Logger) (*Nod
 		StepDownOnRemoval: true, // a leader removed from the ensemble stops leading at once
 		Logger:            raftLogger{n.logger},
 	})
-	n.transport = NewTransport(ln, cfg.ID, cfg.others(), cfg.SendQueue, n.receive, cfg.OnNote,
-		n.rn.ReportUnreachable, n.logger)
+	tc := transportConfig{
+		self: cfg.ID, peers: cfg.others(), queueLen: cfg.SendQueue, limits: cfg.frameLimits(),
+		recv: n.receive, onNote: n.onNote, unreachable: n.rn.ReportUnreachable,
+		counters: &n.counters, refusals: n.refusals, logger: n.logger, timeouts: defaultTimeouts,
+	}
+	if cfg.timeouts != nil {
+		tc.timeouts = *cfg.timeouts
+	}
+	if cfg.TLS != nil {
+		tc.tls = newPeerTLS(cfg.TLS)
+	} else {
+		n.logger.Warn("the peer port is unauthenticated: anyone who can reach it can act as a member "+
+			"of the ensemble; configure member TLS (sslQuorum, docs/security.md)", "peer_addr", ln.Addr().String())
+	}
+	n.transport = newTransport(ln, tc)
 	go n.run()
 	return n, nil
 }
@@ -227,14 +259,59 @@ func mapsKeys(m map[uint64]string) func(func(uint64) bool) {
 	}
 }
 
-// receive hands a peer's message to Raft.
-func (n *Node) receive(m *raftpb.Message) {
+// receive hands a message from member from's connection to Raft, once the checks in
+// front of Raft have passed it.
+func (n *Node) receive(from uint64, m *raftpb.Message) {
+	if t := m.GetType(); (t == raftpb.MsgProp || t == raftpb.MsgReadIndex) && n.leader.Load() != n.id {
+		// Members send these to the leader they know; one that is not the leader any
+		// more does not forward them (raft would, keeping the original sender, whom the
+		// next member's checks then refuse). The sender retries with the new leader.
+		n.logger.Debug("request for the leader dropped: not leading", "from", from, "type", t.String())
+		return
+	}
+	if err := n.view().check(from, m); err != nil {
+		if m.GetType() == raftpb.MsgProp {
+			n.counters.proposalsRefused.Add(1)
+			n.refusals.warn("proposal refused", "from", from, "err", err)
+		} else {
+			n.counters.messagesDropped.Add(1)
+			n.refusals.warn("peer message dropped", "from", from, "type", m.GetType().String(), "err", err)
+		}
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Tick*time.Duration(n.cfg.ElectionTicks))
 	defer cancel()
 	if err := n.rn.Step(ctx, m); err != nil && !errors.Is(err, raft.ErrStopped) {
 		n.logger.Debug("step peer message", "from", m.GetFrom(), "type", m.GetType().String(), "err", err)
 	}
 }
+
+// view is what the checks in front of Raft see of the member now.
+func (n *Node) view() *checkView {
+	v := &checkView{
+		self: n.id, term: n.term.Load(), lastIndex: n.lastIndex.Load(), leader: n.leader.Load(),
+		conf: n.conf.Load(), entry: n.cfg.CheckEntry, confCtx: n.cfg.CheckConfChange,
+		maxEntry: n.cfg.MaxEntryBytes + proposalHeader,
+	}
+	if c, ok := n.cfg.Snapshotter.(SnapshotChecker); ok {
+		v.snapshot = c.CheckSnapshot
+	}
+	return v
+}
+
+// onNote hands a note to Config.OnNote, counting those it cannot decode.
+func (n *Node) onNote(from uint64, data []byte) {
+	if n.cfg.OnNote == nil {
+		return
+	}
+	if err := n.cfg.OnNote(from, data); err != nil {
+		n.counters.notesDropped.Add(1)
+		n.refusals.warn("note dropped", "from", from, "err", err)
+	}
+}
+
+// Counters returns what the member refused of its peers' input so far.
+func (n *Node) Counters() Counters { return n.counters.snapshot() }
 
 // run is the Ready loop: it ticks Raft and handles each Ready in the order Raft
 // requires — persist, then send, then apply, then Advance.
@@ -269,6 +346,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	// persists first: a vote or an acknowledgement must not outrun its hard state.
 	leading := rd.SoftState != nil && rd.SoftState.RaftState == raft.StateLeader ||
 		rd.SoftState == nil && n.leading
+	n.noteLog(rd)
 	if rd.SoftState != nil {
 		n.leading = rd.SoftState.RaftState == raft.StateLeader
 		n.leader.Store(rd.SoftState.Lead)
@@ -311,6 +389,21 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	return n.maybeSnapshot()
 }
 
+// noteLog records the term and the last index the checks in front of Raft compare
+// peers' messages with, before this Ready's messages go out: nothing a peer answers
+// to them can then be taken for out of range.
+func (n *Node) noteLog(rd raft.Ready) {
+	if t := rd.HardState.GetTerm(); t > 0 {
+		n.term.Store(t)
+	}
+	switch {
+	case len(rd.Entries) > 0:
+		n.lastIndex.Store(rd.Entries[len(rd.Entries)-1].GetIndex())
+	case rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot):
+		n.lastIndex.Store(rd.Snapshot.GetMetadata().GetIndex())
+	}
+}
+
 // applyCommitted applies the committed entries of a Ready in order, skipping those a
 // snapshot restored before them covers.
 func (n *Node) applyCommitted(ents []*raftpb.Entry) error {
@@ -326,38 +419,83 @@ func (n *Node) applyCommitted(ents []*raftpb.Entry) error {
 }
 
 // applyEntry applies one committed entry: a conf change to Raft, a proposal to the
-// state machine (unless already applied before), then answers its proposer.
+// state machine (unless already applied before), then answers its proposer. No entry
+// stops the member: a conf change that cannot apply is skipped (by every member
+// alike), and a proposal goes to the state machine whatever its bytes, which decides
+// what an undecodable one means.
 func (n *Node) applyEntry(e *raftpb.Entry) error {
 	idx := e.GetIndex()
 	switch e.GetType() {
-	case raftpb.EntryConfChange:
-		cc := new(raftpb.ConfChange)
-		if err := proto.Unmarshal(e.GetData(), cc); err != nil {
-			return fmt.Errorf("quorum: decode conf change at %d: %w", idx, err)
-		}
-		n.confChanged(e, n.rn.ApplyConfChange(cc), nil)
-	case raftpb.EntryConfChangeV2:
-		cc := new(raftpb.ConfChangeV2)
-		if err := proto.Unmarshal(e.GetData(), cc); err != nil {
-			return fmt.Errorf("quorum: decode conf change at %d: %w", idx, err)
-		}
-		n.confChanged(e, n.rn.ApplyConfChange(cc), cc.GetContext())
+	case raftpb.EntryConfChange, raftpb.EntryConfChangeV2:
+		n.applyConfChange(e)
 	case raftpb.EntryNormal:
 		data := e.GetData()
 		if len(data) == 0 {
 			break // the empty entry a new leader appends: no proposal
 		}
-		if len(data) < proposalHeader {
-			return fmt.Errorf("quorum: entry %d: %d bytes is shorter than its header", idx, len(data))
+		if idx <= n.cfg.Applied {
+			break
 		}
-		if idx > n.cfg.Applied {
-			n.apply(&Entry{Index: idx, Term: e.GetTerm(), From: binary.BigEndian.Uint64(data),
-				Seq: binary.BigEndian.Uint64(data[8:]), Data: data[proposalHeader:]})
+		ent := &Entry{Index: idx, Term: e.GetTerm(), Data: data}
+		if len(data) >= proposalHeader {
+			ent.From, ent.Seq, ent.Data = binary.BigEndian.Uint64(data), binary.BigEndian.Uint64(data[8:]), data[proposalHeader:]
+			defer n.proposalDone(data, idx)
 		}
-		defer n.proposalDone(data, idx)
+		n.apply(ent)
+	default:
+		n.skip(e, fmt.Errorf("entry type %d", e.GetType()), nil)
 	}
 	n.setApplied(idx)
 	return nil
+}
+
+// applyConfChange applies a committed membership change, or skips one that does not
+// decode, cannot apply to the membership, or whose context CheckConfChange refuses:
+// Raft panics on a change it cannot apply, and every member skips the same ones.
+func (n *Node) applyConfChange(e *raftpb.Entry) {
+	var cc *raftpb.ConfChangeV2
+	var v1 *raftpb.ConfChange
+	if e.GetType() == raftpb.EntryConfChange {
+		v1 = new(raftpb.ConfChange)
+		if err := proto.Unmarshal(e.GetData(), v1); err != nil {
+			n.skip(e, fmt.Errorf("membership change: %w", err), nil)
+			return
+		}
+		cc = v1.AsV2()
+	} else {
+		cc = new(raftpb.ConfChangeV2)
+		if err := proto.Unmarshal(e.GetData(), cc); err != nil {
+			n.skip(e, fmt.Errorf("membership change: %w", err), nil)
+			return
+		}
+	}
+	after, err := applyToConf(n.confState, cc)
+	ctx := cc.GetContext()
+	if err == nil && v1 == nil && len(ctx) >= proposalHeader && n.cfg.CheckConfChange != nil {
+		err = n.cfg.CheckConfChange(ctx[proposalHeader:], after)
+	}
+	if err != nil {
+		n.skip(e, err, ctx)
+		return
+	}
+	var cs *raftpb.ConfState
+	if v1 != nil {
+		cs = n.rn.ApplyConfChange(v1)
+	} else {
+		cs = n.rn.ApplyConfChange(cc)
+	}
+	n.confChanged(e, cs, ctx)
+}
+
+// skip passes over a committed entry that cannot be applied, loudly: it is in every
+// member's log, and every member skips it. Its proposer, if waiting here, is told.
+func (n *Node) skip(e *raftpb.Entry, why error, ctx []byte) {
+	n.counters.entriesSkipped.Add(1)
+	n.logger.Error("committed raft entry cannot be applied: skipped", "index", e.GetIndex(),
+		"type", e.GetType().String(), "err", why)
+	if len(ctx) >= proposalHeader {
+		n.answer(ctx, 0)
+	}
 }
 
 // confChanged tells the caller of an applied conf change and answers its proposer.
@@ -377,6 +515,7 @@ func (n *Node) confChanged(e *raftpb.Entry, cs *raftpb.ConfState, context []byte
 // setConfState records the membership and which members are learners.
 func (n *Node) setConfState(cs *raftpb.ConfState) {
 	n.confState = cs
+	n.conf.Store(cs)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	clear(n.learners)
@@ -395,7 +534,11 @@ func (n *Node) setApplied(idx uint64) {
 }
 
 // proposalDone answers the local Propose that made the entry, if any.
-func (n *Node) proposalDone(data []byte, idx uint64) {
+func (n *Node) proposalDone(data []byte, idx uint64) { n.answer(data, idx) }
+
+// answer gives the local proposal whose header starts data its index, or 0 if it was
+// refused.
+func (n *Node) answer(data []byte, idx uint64) {
 	if binary.BigEndian.Uint64(data) != n.id {
 		return
 	}
@@ -431,8 +574,8 @@ func (n *Node) readDone(rs raft.ReadState) {
 // ctx ends. A failed Propose may still commit later; the caller resolves that
 // (ZooKeeper clients see ConnectionLoss and retry).
 func (n *Node) Propose(ctx context.Context, data []byte) (uint64, error) {
-	if len(data) == 0 {
-		return 0, ErrEmpty
+	if err := n.checkSize(data); err != nil {
+		return 0, err
 	}
 	return n.await(ctx, "propose", func(seq uint64) error { return n.propose(ctx, seq, data) })
 }
@@ -451,6 +594,9 @@ func (n *Node) await(ctx context.Context, what string, send func(seq uint64) err
 	}
 	select {
 	case idx := <-w:
+		if idx == 0 {
+			return 0, fmt.Errorf("quorum: %s: %w", what, ErrRefused)
+		}
 		return idx, nil
 	case <-ctx.Done():
 		return 0, fmt.Errorf("quorum: %s: %w", what, ctx.Err())
@@ -470,10 +616,21 @@ func (n *Node) NextSeq() uint64 { return n.seq.Add(1) }
 // proposal is lost later (a leader change): Leader and Term in Status do, and the
 // caller decides what to give up on.
 func (n *Node) Submit(ctx context.Context, seq uint64, data []byte) error {
-	if len(data) == 0 {
-		return ErrEmpty
+	if err := n.checkSize(data); err != nil {
+		return err
 	}
 	return n.propose(ctx, seq, data)
+}
+
+// checkSize refuses an empty proposal and one over MaxEntryBytes.
+func (n *Node) checkSize(data []byte) error {
+	switch {
+	case len(data) == 0:
+		return ErrEmpty
+	case len(data) > n.cfg.MaxEntryBytes:
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, len(data), n.cfg.MaxEntryBytes)
+	}
+	return nil
 }
 
 // Changed receives a value when the member's leader or role may have changed, so that
@@ -535,6 +692,13 @@ func (n *Node) step(ctx context.Context, e *raftpb.Entry) error {
 // automatically. Raft takes one change at a time: while another is still being
 // applied, the proposal is dropped and this waits until ctx ends.
 func (n *Node) ProposeConfChange(ctx context.Context, changes []*raftpb.ConfChangeSingle, context []byte) (uint64, error) {
+	after, err := applyToConf(n.conf.Load(), &raftpb.ConfChangeV2{Changes: changes})
+	if err == nil && n.cfg.CheckConfChange != nil {
+		err = n.cfg.CheckConfChange(context, after)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrRefused, err)
+	}
 	return n.await(ctx, "propose conf change", func(seq uint64) error {
 		data, err := proto.Marshal(&raftpb.ConfChangeV2{Changes: changes, Context: n.withHeader(seq, context)})
 		if err != nil {

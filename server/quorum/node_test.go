@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -40,10 +41,11 @@ func (m *member) confChanged(c *ConfEntry) {
 	m.changes = append(m.changes, string(c.Context))
 }
 
-func (m *member) noted(from uint64, data []byte) {
+func (m *member) noted(from uint64, data []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.notes = append(m.notes, fmt.Sprintf("%d: %s", from, data))
+	return nil
 }
 
 func (m *member) apply(t *testing.T) ApplyFunc {
@@ -79,6 +81,9 @@ type cluster struct {
 	// snapEvery and keep, when snapEvery > 0, give members a Snapshotter (their
 	// state machine) with SnapshotEntries snapEvery and KeepEntries keep.
 	snapEvery, keep uint64
+	// tls, if set, gives each member its TLS settings; timeouts its peer timeouts.
+	tls      map[uint64]*TLS
+	timeouts *peerTimeouts
 }
 
 // newCluster starts voters 1..nv and learners nv+1..nv+nl on 127.0.0.1, each with a
@@ -92,8 +97,14 @@ func newCluster(t *testing.T, nv, nl int) *cluster {
 // applied entries and keep keep entries in memory (see cluster).
 func newSnapshotCluster(t *testing.T, nv, nl int, snapEvery, keep uint64) *cluster {
 	t.Helper()
-	c := &cluster{t: t, voters: map[uint64]string{}, learners: map[uint64]string{}, members: map[uint64]*member{},
-		snapEvery: snapEvery, keep: keep}
+	return newClusterWith(t, nv, nl, func(c *cluster) { c.snapEvery, c.keep = snapEvery, keep })
+}
+
+// newClusterWith is newCluster with setup called on the cluster before any member starts.
+func newClusterWith(t *testing.T, nv, nl int, setup func(*cluster)) *cluster {
+	t.Helper()
+	c := &cluster{t: t, voters: map[uint64]string{}, learners: map[uint64]string{}, members: map[uint64]*member{}}
+	setup(c)
 	lns := map[uint64]net.Listener{}
 	for i := 1; i <= nv+nl; i++ {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -132,10 +143,11 @@ func (c *cluster) start(id uint64, ln net.Listener) {
 	cfg.Tick = testTick
 	cfg.Applied = m.lastApplied()
 	cfg.Join, cfg.OnConfChange, cfg.OnNote = m.join, m.confChanged, m.noted
+	cfg.TLS, cfg.timeouts = c.tls[id], c.timeouts
 	if c.snapEvery > 0 {
 		cfg.Snapshotter, cfg.SnapshotEntries, cfg.KeepEntries = m, c.snapEvery, c.keep
 	}
-	n, err := New(cfg, m.apply(c.t), slog.New(slog.DiscardHandler))
+	n, err := New(cfg, m.apply(c.t), testLogger())
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -405,4 +417,12 @@ func TestClosedNode(t *testing.T) {
 		t.Errorf("Propose after Close: %v", err)
 	}
 	c.members[1].node = nil
+}
+
+// testLogger logs to stderr when QUORUM_TEST_LOG is set.
+func testLogger() *slog.Logger {
+	if os.Getenv("QUORUM_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
 }

@@ -30,6 +30,14 @@ type Snapshotter interface {
 	Restore(data []byte, index, term uint64) error
 }
 
+// SnapshotChecker is a Snapshotter that can tell whether a snapshot's data would
+// restore, without restoring it. A member whose Snapshotter is one checks every
+// snapshot a peer sends before Raft takes it: one it could not restore would stop it.
+// CheckSnapshot runs on a connection's read goroutine, concurrently with the Ready loop.
+type SnapshotChecker interface {
+	CheckSnapshot(data []byte) error
+}
+
 // File names in a FileStorage directory: snapshots and the logs that follow them,
 // named by the snapshot's index in 16 hex digits. logFile is the log that follows
 // no snapshot.

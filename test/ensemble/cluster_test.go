@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/paddock/paddock/internal/certs"
 	"github.com/paddock/paddock/internal/testutil"
 	"github.com/paddock/paddock/internal/testutil/faultproxy"
 )
@@ -23,6 +24,9 @@ import (
 type clusterOptions struct {
 	// proxies puts a faultproxy.Proxy on every directed peer link.
 	proxies bool
+	// tls secures the member link with mutual TLS: a CA of the test's, a certificate
+	// for each member naming its id and 127.0.0.1, and zoo.cfg's ssl.quorum.* keys.
+	tls bool
 }
 
 // cluster is an ensemble of member processes, and the proxies between them.
@@ -32,6 +36,13 @@ type cluster struct {
 	// proxies[i][j] carries what member i sends member j (nil when i == j, and nil
 	// altogether without clusterOptions.proxies).
 	proxies [][]*faultproxy.Proxy
+	// ca made the members' certificates (nil without clusterOptions.tls); certDir holds
+	// its ca.pem and each member's member-N.pem.
+	ca      *certs.CA
+	certDir string
+	// expectErrors are substrings of the ERROR records a test provokes on purpose;
+	// checkLogs lets them pass.
+	expectErrors []string
 }
 
 // newCluster starts an ensemble of n members and waits until every member serves. The
@@ -67,6 +78,9 @@ func newCluster(t *testing.T, n int, opts clusterOptions) *cluster {
 				c.proxies[i][j] = p
 			}
 		}
+	}
+	if opts.tls {
+		c.makeCerts(filepath.Join(root, "certs"))
 	}
 	for i, m := range c.members {
 		if err := os.MkdirAll(m.dir, 0o755); err != nil {
@@ -146,6 +160,10 @@ func (c *cluster) zooCfg(i int) string {
 	fmt.Fprintf(&b, "tickTime=%d\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n",
 		tickTime.Milliseconds(), m.dir, m.client)
 	b.WriteString("admin.enableServer=false\n4lw.commands.whitelist=*\n")
+	if c.ca != nil {
+		fmt.Fprintf(&b, "sslQuorum=true\nssl.quorum.keyStore.location=%s\nssl.quorum.trustStore.location=%s\n",
+			filepath.Join(c.certDir, fmt.Sprintf("member-%d.pem", m.id)), filepath.Join(c.certDir, "ca.pem"))
+	}
 	for j, o := range c.members {
 		peer := o.peerAddr()
 		if c.proxies != nil && j != i {
@@ -156,6 +174,41 @@ func (c *cluster) zooCfg(i int) string {
 		fmt.Fprintf(&b, "server.%d=%s:%s;%s\n", o.id, peer, peer[strings.LastIndex(peer, ":")+1:], o.addr())
 	}
 	return b.String()
+}
+
+// makeCerts makes the ensemble's CA and each member's key store in dir, as `paddock
+// certs` does.
+func (c *cluster) makeCerts(dir string) {
+	c.t.Helper()
+	ca, err := certs.NewCA("paddock ensemble test CA", time.Hour)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.ca, c.certDir = ca, dir
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), ca.CertPEM(), 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+	for _, m := range c.members {
+		certPEM, keyPEM := c.issue(uint64(m.id))
+		store := certs.KeyStorePEM(certPEM, keyPEM, ca.CertPEM())
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("member-%d.pem", m.id)), store, 0o600); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+}
+
+// issue makes a certificate of the ensemble's CA for member id on 127.0.0.1.
+func (c *cluster) issue(id uint64) (certPEM, keyPEM []byte) {
+	c.t.Helper()
+	certPEM, keyPEM, err := c.ca.Issue(certs.IssueOptions{CommonName: fmt.Sprintf("member %d", id),
+		Hosts: []string{"127.0.0.1"}, MemberID: id, Validity: time.Hour})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return certPEM, keyPEM
 }
 
 // in returns c for subtest t: the same members and proxies, failing t.
@@ -316,6 +369,9 @@ func (c *cluster) checkLogs() {
 			if err != nil {
 				c.t.Errorf("%s: %v", name, err)
 			}
+			problems = slices.DeleteFunc(problems, func(line string) bool {
+				return slices.ContainsFunc(c.expectErrors, func(s string) bool { return strings.Contains(line, s) })
+			})
 			if len(problems) > 0 {
 				c.t.Errorf("%s logged problems:\n%s", name, strings.Join(problems, "\n"))
 			}

@@ -1,0 +1,162 @@
+package server
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/paddock/paddock/server/datatree"
+	"github.com/paddock/paddock/server/txn"
+	"github.com/paddock/paddock/server/wire"
+)
+
+// What a member checks of what other members send it, on top of quorum's checks of
+// the Raft messages themselves (server/quorum/validate.go): the leader decodes every
+// batch another member proposes before it enters the log, every member checks a
+// membership change's server lines against the membership Raft makes of it, and a
+// snapshot a leader sends is loaded once before Raft takes it. Nothing a peer sends can
+// stop a member: what does not decode never enters the log, and should something
+// undecodable be committed all the same, every member applies it as an error txn.
+
+// checkEntry is quorum's CheckEntry: a batch member from proposes must decode, as every
+// member will decode it, and hold only txns a member proposes for its clients: each of
+// a session (the sessionless ones — container and TTL reaping, session expiry — are
+// the leader's own), a session it creates carrying its own id in the top byte, as
+// every session id a member hands out does (initialSessionID).
+func (r *replica) checkEntry(from uint64, data []byte) error {
+	batch, err := decodeBatch(data)
+	if err != nil {
+		return fmt.Errorf("txn batch: %w", err)
+	}
+	if len(batch) == 0 {
+		return errors.New("txn batch without txns")
+	}
+	for _, p := range batch {
+		x := p.txn
+		switch {
+		case x.Session == 0:
+			return fmt.Errorf("a %v txn of no session: only the leader proposes those", x.Op)
+		case x.Op == wire.OpCreateSession && uint64(x.Session)>>56 != from:
+			return fmt.Errorf("member %d creates session %s, which is not one of its ids", from, hexID(x.Session))
+		case x.Op == wire.OpReconfig:
+			return errors.New("a reconfig txn: membership changes are Raft's, not txns")
+		case x.Op == wire.OpMulti && !normalizeMulti(wire.OpMulti, x.Req.(*wire.MultiRequest)):
+			return errors.New("a multi that a client's would have been refused")
+		}
+	}
+	return nil
+}
+
+// membershipChange is the caller's context of a reconfig's Raft membership change: the
+// proposer's clock and the new ensemble's server lines.
+type membershipChange struct {
+	mtime   int64
+	members []Member
+}
+
+// decodeMembershipChange decodes a membership change's context.
+func decodeMembershipChange(ctx []byte) (membershipChange, error) {
+	if len(ctx) < 8 {
+		return membershipChange{}, fmt.Errorf("membership change context of %d bytes", len(ctx))
+	}
+	ms, err := parseServerLines(ctx[8:])
+	if err != nil {
+		return membershipChange{}, fmt.Errorf("membership change: %w", err)
+	}
+	return membershipChange{mtime: int64(binary.BigEndian.Uint64(ctx)), members: ms}, nil
+}
+
+// checkConfChange is quorum's CheckConfChange: the server lines of a membership
+// change must parse and name exactly the members Raft's membership after it holds, as
+// participants and observers. It runs where the change is proposed, on the leader, and
+// at apply on every member (deterministically: a change it refuses there is skipped
+// by all).
+func (r *replica) checkConfChange(ctx []byte, after *raftpb.ConfState) error {
+	mc, err := decodeMembershipChange(ctx)
+	if err != nil {
+		return err
+	}
+	var voters, learners []uint64
+	for i, m := range mc.members {
+		switch {
+		case m.ID < 1 || m.ID > 254:
+			return fmt.Errorf("membership change: server id %d out of [1, 254]", m.ID)
+		case i > 0 && mc.members[i-1].ID == m.ID:
+			return fmt.Errorf("membership change: server %d listed twice", m.ID)
+		case m.Observer:
+			learners = append(learners, uint64(m.ID))
+		default:
+			voters = append(voters, uint64(m.ID))
+		}
+	}
+	wantVoters := sortedIDs(after.GetVoters())
+	wantLearners := sortedIDs(append(slices.Clone(after.GetLearners()), after.GetLearnersNext()...))
+	if !slices.Equal(voters, wantVoters) || !slices.Equal(learners, wantLearners) {
+		return fmt.Errorf("membership change lists participants %v and observers %v; the change makes %v and %v",
+			voters, learners, wantVoters, wantLearners)
+	}
+	return nil
+}
+
+func sortedIDs(ids []uint64) []uint64 {
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// CheckSnapshot implements quorum.SnapshotChecker: the snapshot must load into a tree,
+// as Restore will load it. The tree built is thrown away.
+func (r *replica) CheckSnapshot(data []byte) error {
+	_, err := loadSnapshotData(data)
+	return err
+}
+
+// loadSnapshotData builds the tree a Raft snapshot holds: the snapshot file's records,
+// each behind its uvarint length.
+func loadSnapshotData(data []byte) (*datatree.Tree, error) {
+	l := datatree.NewLoader()
+	for len(data) > 0 {
+		n, k := binary.Uvarint(data)
+		if k <= 0 || n > uint64(len(data)-k) {
+			l.Abort()
+			return nil, errors.New("record length past its end")
+		}
+		if err := l.Add(data[k : k+int(n)]); err != nil {
+			l.Abort()
+			return nil, err
+		}
+		data = data[k+int(n):]
+	}
+	return l.Tree()
+}
+
+// A note is what a member reports to the leader of its clients' sessions: the ids of
+// the sessions that had traffic since its last report, 8 bytes each, big-endian.
+
+func appendNote(dst []byte, ids map[int64]struct{}) []byte {
+	for id := range ids {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(id))
+	}
+	return dst
+}
+
+// decodeNote returns the session ids of a note.
+func decodeNote(data []byte) ([]int64, error) {
+	if len(data)%8 != 0 {
+		return nil, fmt.Errorf("note of %d bytes: not a list of session ids", len(data))
+	}
+	ids := make([]int64, len(data)/8)
+	for i := range ids {
+		ids[i] = int64(binary.BigEndian.Uint64(data[8*i:]))
+	}
+	return ids, nil
+}
+
+// undecodable is the txn a committed entry that cannot be decoded is applied as, on
+// every member: it changes nothing but consumes a zxid, as a refused write does.
+func undecodable() *proposal {
+	return &proposal{txn: &txn.Txn{Op: wire.OpError, Req: &txn.ErrorTxn{Code: int32(wire.ErrMarshallingError)}}}
+}
