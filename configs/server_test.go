@@ -160,7 +160,7 @@ server:
 		Ensemble: []string{"7=zk7.example.com:2888:3888;2281", "8=zk8.example.com:2888:3888:participant",
 			"9=[fd00::9]:2888:3888:observer;[fd00::9]:2181"},
 		ElectionTimeout:       500 * time.Millisecond,
-		MaxOutstandingPerConn: 100, MaxQueuedBytes: 256 << 20, HandshakeTimeout: 10 * time.Second, // defaults
+		MaxOutstandingPerConn: 100, MaxQueuedBytes: 128 << 20, HandshakeTimeout: 10 * time.Second, // defaults
 		QuorumHostnameVerification: true,
 	}
 	if !reflect.DeepEqual(cfg, want) {

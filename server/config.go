@@ -49,8 +49,10 @@ type Config struct {
 	// not yet written, over all connections; past it the connections holding the most are
 	// closed, slowest reader first (ZooKeeper has no such bound). Healthy clients drain
 	// their replies within milliseconds, so what stays queued is what slow or stuck
-	// clients leave unread: 256 MiB lets four clients each hold a connection's full 64 MiB
-	// before anyone is cut off, a small share of the few GiB a server's heap is given.
+	// clients leave unread: 128 MiB lets two clients each hold a connection's full 64 MiB
+	// before anyone is cut off. The process then holds the queued bytes and as much
+	// garbage again at worst (the garbage collector's backstop, gctune.go): a flood of
+	// unread replies costs at most about twice this in memory.
 	MaxQueuedBytes int64
 	// HandshakeTimeout is how long a new connection may take to send its ConnectRequest,
 	// or a four-letter word, before it is closed (zookeeper.nio.sessionlessCnxnTimeout,
@@ -155,7 +157,7 @@ func DefaultConfig() Config {
 		MaxBuffer:              wire.DefaultMaxBuffer,
 		MaxOutstanding:         1000,
 		MaxOutstandingPerConn:  100,
-		MaxQueuedBytes:         256 << 20,
+		MaxQueuedBytes:         128 << 20,
 		HandshakeTimeout:       10 * time.Second,
 		ContainerCheckInterval: time.Minute,
 		ContainerMaxPerMinute:  10000,

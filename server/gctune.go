@@ -25,6 +25,13 @@ const (
 )
 
 // gcPercentFor returns the GOGC that gives a live heap of live bytes its headroom.
+//
+// GOGC is a ratio of the live heap found by the last collection: when the live heap
+// jumps between two tunings — replies piling up for clients that do not read, up to
+// max_queued_bytes — a GOGC set for a small heap lets garbage reach several times the
+// new one (800 % of 256 MiB is 2 GiB). memoryLimitFor is the backstop: a soft memory
+// limit far above what GOGC asks in the steady state, which binds only in such a jump,
+// until the next tuning.
 func gcPercentFor(live uint64) int {
 	if live == 0 {
 		return maxGCPercent
@@ -33,19 +40,38 @@ func gcPercentFor(live uint64) int {
 	return min(max(p, minGCPercent), maxGCPercent)
 }
 
-// gcTuneLoop adjusts GOGC to the live heap every gcTuneInterval, unless the operator set
-// GOGC in the environment: then that stands. It restores the setting it found when the
-// server stops. GOGC is process-wide; servers sharing a process (tests) set it alike.
+// memoryLimitFor returns the soft memory limit for a live heap of live bytes: twice it,
+// and memoryLimitSlack more.
+func memoryLimitFor(live uint64) int64 { return int64(2*live + memoryLimitSlack) }
+
+// memoryLimitSlack is what memoryLimitFor adds to twice the live heap: more than the
+// steady-state headroom GOGC gives any heap (40 MiB for a small one), so that the limit
+// binds only when the live heap jumps.
+const memoryLimitSlack = 128 << 20
+
+// gcTuneLoop adjusts GOGC and the soft memory limit to the live heap every
+// gcTuneInterval, unless the operator set GOGC (or GOMEMLIMIT) in the environment: then
+// that stands. It restores the settings it found when the server stops. Both are
+// process-wide; servers sharing a process (tests) set them alike.
 func (s *Server) gcTuneLoop() {
 	if os.Getenv("GOGC") != "" {
 		return
 	}
+	limit := os.Getenv("GOMEMLIMIT") == ""
 	sample := []metrics.Sample{{Name: liveHeapMetric}}
-	tune := func() int {
+	tune := func() (percent int, memLimit int64) {
 		metrics.Read(sample)
-		return debug.SetGCPercent(gcPercentFor(sample[0].Value.Uint64()))
+		live := sample[0].Value.Uint64()
+		memLimit = -1 // SetMemoryLimit(-1) reads the limit without changing it
+		if limit {
+			memLimit = memoryLimitFor(live)
+		}
+		return debug.SetGCPercent(gcPercentFor(live)), debug.SetMemoryLimit(memLimit)
 	}
-	defer debug.SetGCPercent(tune())
+	defer func(percent int, memLimit int64) {
+		debug.SetGCPercent(percent)
+		debug.SetMemoryLimit(memLimit)
+	}(tune())
 	ticker := time.NewTicker(gcTuneInterval)
 	defer ticker.Stop()
 	for {

@@ -18,3 +18,16 @@ func TestGCPercentFor(t *testing.T) {
 		}
 	}
 }
+
+func TestMemoryLimitFor(t *testing.T) {
+	for _, live := range []uint64{0, 5 << 20, 256 << 20, 4 << 30} {
+		limit := uint64(memoryLimitFor(live))
+		// Far above what GOGC lets the heap reach in the steady state: it must not bind.
+		if goal := live + live*uint64(gcPercentFor(live))/100; limit <= goal {
+			t.Errorf("live %d MiB: limit %d MiB is not above GOGC's goal %d MiB", live>>20, limit>>20, goal>>20)
+		}
+		if limit > 2*live+memoryLimitSlack {
+			t.Errorf("live %d MiB: limit %d MiB", live>>20, limit>>20)
+		}
+	}
+}
