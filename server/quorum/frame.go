@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/paddock/paddock/server/wire"
 )
 
 // Frame kinds. A frame on a peer connection is a uint32 big-endian length (of what
@@ -68,11 +70,6 @@ var (
 	errHello      = errors.New("malformed hello")
 )
 
-// readChunk is the most of a frame's body allocated before any of it has arrived;
-// beyond it the buffer doubles as bytes arrive. A peer that announces a large frame
-// and stops sending holds no more than that.
-const readChunk = 1 << 20
-
 // readFrame reads one frame: its kind and its body (without the kind byte). A frame
 // of an unknown kind, or larger than limits allow for its kind, is an error before
 // its body is read.
@@ -95,28 +92,10 @@ func readFrame(r *bufio.Reader, limits frameLimits) (kind byte, body []byte, err
 	if uint64(n) > uint64(max) {
 		return kind, nil, fmt.Errorf("%w: kind %d, %d bytes (at most %d)", errFrameSize, kind, n, max)
 	}
-	body, err = readBody(r, int(n)-1)
+	// Read as the bytes arrive (wire.ReadBody into no buffer): a peer that announces a
+	// large frame and stops sending holds little.
+	body, err = wire.ReadBody(r, int(n)-1, nil)
 	return kind, body, err
-}
-
-// readBody reads n bytes into a buffer that starts at readChunk at most and doubles
-// as the bytes arrive: it never holds more than twice what was received.
-func readBody(r io.Reader, n int) ([]byte, error) {
-	body := make([]byte, min(n, readChunk))
-	got := 0
-	for {
-		k, err := io.ReadFull(r, body[got:])
-		got += k
-		if err != nil {
-			return nil, noEOF(err)
-		}
-		if got == n {
-			return body, nil
-		}
-		grown := make([]byte, min(n, 2*len(body)))
-		copy(grown, body)
-		body = grown
-	}
 }
 
 func noEOF(err error) error {

@@ -97,17 +97,29 @@ func (in *intruder) closedWithin(d time.Duration) bool {
 // stable checks that the cluster still commits, with the leader and term it had.
 func (c *cluster) stable(lead, term uint64, note string) {
 	c.t.Helper()
-	c.propose(lead, note)
+	c.alive(lead, note)
+	for id, m := range c.members {
+		if st := m.node.Status(); st.Term != term || st.Leader != lead {
+			c.t.Errorf("member %d: leader %d in term %d, want %d in %d", id, st.Leader, st.Term, lead, term)
+		}
+	}
+}
+
+// alive checks that no member stopped and that the cluster commits (through whoever
+// leads now, if lead no longer does).
+func (c *cluster) alive(lead uint64, note string) {
+	c.t.Helper()
 	for id, m := range c.members {
 		select {
 		case <-m.node.Done():
 			c.t.Fatalf("member %d stopped: %v", id, m.node.Err())
 		default:
 		}
-		if st := m.node.Status(); st.Term != term || st.Leader != lead {
-			c.t.Errorf("member %d: leader %d in term %d, want %d in %d", id, st.Leader, st.Term, lead, term)
-		}
 	}
+	if c.members[lead].node.Status().Role != RoleLeader {
+		lead = c.leader(5 * time.Second)
+	}
+	c.propose(lead, note)
 }
 
 // TestPeerPortWithoutTLSDropsWhatRaftCannotTake replays issue 16's attacks on a member
@@ -346,7 +358,6 @@ func liveHeap() uint64 {
 func TestPeerFloodHeapBound(t *testing.T) {
 	c := newClusterWith(t, 3, 0, func(c *cluster) { c.timeouts = shortTimeouts })
 	lead := c.leader(5 * time.Second)
-	term := c.members[lead].node.Status().Term
 	base := liveHeap()
 	var peak atomic.Uint64
 	stop := make(chan struct{})
@@ -409,7 +420,10 @@ func TestPeerFloodHeapBound(t *testing.T) {
 	if n := c.members[lead].node.Counters().FramesRefused; n < 4 {
 		t.Errorf("%d frames refused, want at least the 4 raft frames", n)
 	}
-	c.stable(lead, term, "after the flood")
+	// Without TLS a connection naming a member replaces that member's own: evicted over
+	// and over, the followers may miss the leader's check of its quorum and elect anew.
+	// That is the unauthenticated link's lot (docs/security.md); stopping is not.
+	c.alive(lead, "after the flood")
 }
 
 // TestOneSnapshotFrameAtATime: a snapshot frame, the one kind that may be large, waits
