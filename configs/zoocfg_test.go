@@ -327,7 +327,7 @@ func TestZooCfgErrors(t *testing.T) {
 		{"standaloneEnabled yes", base + "standaloneEnabled=yes\n", "",
 			[]string{`standaloneEnabled = "yes": want true or false`}},
 		{"jute.maxbuffer too small", base + "jute.maxbuffer=100\n", "",
-			[]string{"server.max_buffer = 100: must be at least 1024 bytes (from jute.maxbuffer in FILE)"}},
+			[]string{"server.max_buffer = 100: must be at least 1024 bytes and at most 536870912 (512 MiB) (from jute.maxbuffer in FILE)"}},
 		{"unknown four-letter word", base + "4lw.commands.whitelist=ruok,rouk\n", "",
 			[]string{"server.four_letter_words = rouk: known words", "(from 4lw.commands.whitelist in FILE)"}},
 		{"bad super digest", base + "DigestAuthenticationProvider.superDigest=super:secret\n", "",

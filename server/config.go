@@ -146,6 +146,10 @@ type Config struct {
 	QuorumTLSCipherSuites     []string
 }
 
+// maxMaxBuffer bounds jute.maxbuffer: an ensemble's Raft entries hold up to two of its
+// requests (maxEntryBytes), and the peer protocol's frames must hold an entry.
+const maxMaxBuffer = 512 << 20
+
 // DefaultConfig returns the embedded default: standalone, data under ./data, port 2181.
 func DefaultConfig() Config {
 	return Config{
@@ -220,8 +224,8 @@ func (c *Config) Validate() error {
 	if c.MaxClientCnxns < 0 {
 		bad("max_client_cnxns", c.MaxClientCnxns, "must be >= 0 (0 = unlimited)")
 	}
-	if c.MaxBuffer < 1024 {
-		bad("max_buffer", c.MaxBuffer, "must be at least 1024 bytes")
+	if c.MaxBuffer < 1024 || c.MaxBuffer > maxMaxBuffer {
+		bad("max_buffer", c.MaxBuffer, fmt.Sprintf("must be at least 1024 bytes and at most %d (512 MiB)", maxMaxBuffer))
 	}
 	if c.MaxOutstanding < 1 {
 		bad("max_outstanding", c.MaxOutstanding, "must be >= 1")
