@@ -481,3 +481,25 @@ func TestOneSnapshotFrameAtATime(t *testing.T) {
 	}
 	close(release)
 }
+
+// TestPeerTLSVersions: a member allowing TLS 1.3 only refuses a peer that speaks 1.2 at
+// most, certificate or not, and members that agree on 1.3 talk.
+func TestPeerTLSVersions(t *testing.T) {
+	ca, roots := newCA(t)
+	c := newClusterWith(t, 3, 0, func(c *cluster) {
+		c.timeouts = shortTimeouts
+		c.tls = map[uint64]*TLS{}
+		for id := uint64(1); id <= 3; id++ {
+			c.tls[id] = memberTLS(t, ca, id, roots)
+			c.tls[id].MinVersion, c.tls[id].MaxVersion = tls.VersionTLS13, tls.VersionTLS13
+		}
+	})
+	lead := c.leader(10 * time.Second)
+	c.propose(lead, "over tls 1.3")
+	other := lead%3 + 1
+	old := &tls.Config{RootCAs: roots, ServerName: "127.0.0.1", MaxVersion: tls.VersionTLS12,
+		Certificates: []tls.Certificate{memberTLS(t, ca, other, roots).Certificate}}
+	if in, err := dialPeer(t, c.voters[lead], old); err == nil && in.hello(other, lead) == nil {
+		t.Error("a TLS 1.2 peer was accepted by a member allowing TLS 1.3 only")
+	}
+}
