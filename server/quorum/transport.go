@@ -44,7 +44,7 @@ type peerTimeouts struct {
 
 var defaultTimeouts = peerTimeouts{handshake: 10 * time.Second, idle: 30 * time.Second, keepalive: 5 * time.Second}
 
-// transportConfig is what NewTransport needs.
+// transportConfig is what newTransport needs.
 type transportConfig struct {
 	self     uint64
 	peers    map[uint64]string // id → address, without self
