@@ -68,10 +68,14 @@ func StartEnsemble(tb testing.TB, voters, observers int, configure func(i int, c
 	for i := range n {
 		go func() { errs <- e.start(i) }()
 	}
+	var failed error
 	for range n {
-		if err := <-errs; err != nil {
-			tb.Fatal(err)
+		if err := <-errs; err != nil && failed == nil {
+			failed = err
 		}
+	}
+	if failed != nil { // only once every start has returned: Cleanup reads e.servers
+		tb.Fatal(failed)
 	}
 	e.WaitServing()
 	return e
