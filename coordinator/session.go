@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -88,6 +89,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Dialer, if set, opens the TCP connections (tests cut them with it).
 	Dialer zk.Dialer
+	// TLS, if set, secures every connection (on top of Dialer's): the servers' client
+	// port must be a secure one (secureClientPort). TLSFiles.Config makes one.
+	TLS *tls.Config
 }
 
 // DefaultConfig returns a Config for a server on localhost:2181 with a 15 s session.
@@ -168,6 +172,9 @@ func Connect(ctx context.Context, cfg Config) (*Session, error) {
 	dialer := cfg.Dialer
 	if dialer == nil {
 		dialer = defaultDialer
+	}
+	if cfg.TLS != nil {
+		dialer = TLSDialer(cfg.TLS, dialer)
 	}
 	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
 		zk.WithLogger(zkLogger{s.logger}),
