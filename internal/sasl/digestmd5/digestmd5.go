@@ -52,8 +52,7 @@ var (
 	ErrMalformed = errors.New("digestmd5: malformed response")
 	// ErrAuthFailed: unknown user or wrong password; the two are not told apart.
 	ErrAuthFailed = errors.New("digestmd5: authentication failed")
-	// ErrState: a token where the exchange expects none (a first token that is not
-	// empty, or any token once the exchange is over).
+	// ErrState: a token once the exchange is over.
 	ErrState = errors.New("digestmd5: token out of sequence")
 )
 
@@ -130,9 +129,8 @@ func (s *Server) next(token []byte) ([]byte, error) {
 	}
 	switch s.state {
 	case stateStart:
-		if len(token) != 0 {
-			return nil, fmt.Errorf("%w: the first token must be empty (DIGEST-MD5 has no initial response)", ErrState)
-		}
+		// DIGEST-MD5 has no initial response; what a client sends first is ignored, as
+		// ZooKeeper's (Java's) server ignores it, and answered with the challenge.
 		return s.challenge()
 	case stateChallenged:
 		return s.verify(token)
