@@ -211,7 +211,7 @@ func (m *zooMapper) finish() (*zooCfg, error) {
 	}
 	m.adminAddr(c)
 	m.autopurge(c)
-	m.warnSASL()
+	m.saslAuth(c)
 	errs = append(errs, m.passwords(c))
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

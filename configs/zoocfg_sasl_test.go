@@ -29,6 +29,17 @@ func TestZooCfgSASL(t *testing.T) {
 	}
 }
 
+func TestZooCfgSessionRequireClientSASLAuth(t *testing.T) {
+	cfg, _, err := loadZooCfg(t, "dataDir=DIR\nclientPort=2181\njava.security.auth.login.config=/j\n"+
+		"enforce.auth.enabled=false\nenforce.auth.schemes=digest\nsessionRequireClientSASLAuth=true\n", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.EnforceAuth || !slices.Equal(cfg.EnforceAuthSchemes, []string{"sasl"}) {
+		t.Fatalf("enforce %v schemes %v, want sasl enforced as ZooKeeper's AuthenticationHelper", cfg.EnforceAuth, cfg.EnforceAuthSchemes)
+	}
+}
+
 func TestZooCfgSASLRefused(t *testing.T) {
 	for _, tc := range []struct{ name, cfg, want string }{
 		{"enforce without schemes", "enforce.auth.enabled=true\n", "enforce_auth_schemes"},

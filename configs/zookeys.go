@@ -65,6 +65,7 @@ var zooMapped = map[string]func(string) (any, error){
 	"superUser":                       nonEmpty("want a SASL user name"),
 	"enforce.auth.enabled":            javaBool,
 	"enforce.auth.schemes":            func(s string) (any, error) { return commaList(s), nil },
+	"sessionRequireClientSASLAuth":    javaBool, // the pre-3.7 form of enforce.auth with sasl (saslAuth)
 
 	"dynamicConfigFile": nonEmpty("want a file name"),
 	"peerType":          learnerType,
@@ -98,8 +99,14 @@ func zooSASLProvider(key, value string) bool {
 	return strings.HasPrefix(key, "authProvider.") && value == saslProviderClass
 }
 
-// warnSASL warns when the SASL provider is listed with no users to authenticate.
-func (m *zooMapper) warnSASL() {
+// saslAuth applies sessionRequireClientSASLAuth=true, which ZooKeeper's
+// AuthenticationHelper reads as enforce.auth with the sasl scheme, whatever enforce.auth.*
+// say; and warns when the SASL provider is listed with no users to authenticate.
+func (m *zooMapper) saslAuth(c *zooCfg) {
+	if on, _ := m.got["sessionRequireClientSASLAuth"].(bool); on {
+		c.set("enforce_auth", true, "sessionRequireClientSASLAuth")
+		c.set("enforce_auth_schemes", []string{"sasl"}, "sessionRequireClientSASLAuth")
+	}
 	if _, ok := m.got["java.security.auth.login.config"]; m.saslProvider > 0 && !ok {
 		m.logger.Warn("sasl provider configured without users: sasl requests authenticate no one",
 			"file", m.path, "line", m.saslProvider, "want", "java.security.auth.login.config = a JAAS file with a Server section")
@@ -218,7 +225,6 @@ var zooIgnored = map[string]struct {
 	"client.portUnification":                   {whySecurity, nil},
 	"client.secure":                            {whySecurity, nil},
 	"requireClientAuthScheme":                  {whySecurity, nil},
-	"sessionRequireClientSASLAuth":             {whySecurity, nil},
 	"allowSaslFailedClients":                   {whySecurity, nil},
 	"letAnySaslUserDoX":                        {whySecurity, nil},
 	"kinit":                                    {whySecurity, nil},
