@@ -55,7 +55,7 @@ func newSection(name string, cfg any, renames map[string]string) *section {
 		if k, ok := renames[f.Name]; ok {
 			key = k
 		}
-		s.fields = append(s.fields, field{key: key, index: i, secret: strings.HasSuffix(key, "_password")})
+		s.fields = append(s.fields, field{key: key, index: i, secret: strings.HasSuffix(key, "_password") || strings.HasSuffix(key, "_passwords")})
 	}
 	return s
 }

@@ -36,6 +36,8 @@ type zooMapper struct {
 	lines   map[string]int // the line of each zooMapped key present
 	dynamic bool           // dynamicConfigFile is set: the server.N lines belong in it
 	servers []zooServer    // server.N lines, of this file or of its dynamicConfigFile
+	// saslProvider is the line of an authProvider.N naming ZooKeeper's SASL provider, or 0.
+	saslProvider int
 }
 
 // zooServer is one server.N line.
@@ -138,6 +140,10 @@ func (m *zooMapper) apply(p property) error {
 		}
 		return m.addServer(id, value, m.path, p.line, bad)
 	}
+	if zooSASLProvider(key, value) {
+		m.saslProvider = p.line
+		return nil
+	}
 	if why := zooIgnoredWhy(key); why != "" {
 		if check := zooIgnored[key].check; check != nil {
 			if _, err := check(value); err != nil {
@@ -205,6 +211,7 @@ func (m *zooMapper) finish() (*zooCfg, error) {
 	}
 	m.adminAddr(c)
 	m.autopurge(c)
+	m.saslAuth(c)
 	errs = append(errs, m.passwords(c))
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

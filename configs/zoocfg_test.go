@@ -214,7 +214,7 @@ znode.container.maxPerMinute=600
 				"metricsProvider.className=x.Y\nssl.keyStore.password=hunter2\n" +
 				"secureClientPort=2281\nserverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n" +
 				"admin.idleTimeout=30000\nlocalSessionsEnabled=true\nelectionAlg=3\nquorumListenOnAllIPs=false\n" +
-				"authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n",
+				"authProvider.1=com.example.CustomAuthenticationProvider\n",
 			want: func(c *server.Config) { c.ClientAddr = ":2181" },
 			warned: []string{"metricsProvider.className", "ssl.keyStore.password", "secureClientPort",
 				"serverCnxnFactory", "admin.idleTimeout", "localSessionsEnabled", "electionAlg",

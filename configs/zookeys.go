@@ -55,6 +55,18 @@ var zooMapped = map[string]func(string) (any, error){
 	"znode.container.checkIntervalMs":          positiveMillis(javaDecode),
 	"znode.container.maxPerMinute":             javaDecode,
 
+	// SASL (server/sasl.go). ZooKeeper takes the JAAS file from the JVM property
+	// java.security.auth.login.config, which zoo.cfg cannot set there (it would become
+	// zookeeper.java.security…); paddock reads it from zoo.cfg under the same name, as it
+	// does jute.maxbuffer. sasl.serverconfig and superUser are zookeeper.* properties
+	// that zoo.cfg does set in ZooKeeper, as are enforce.auth.enabled and .schemes.
+	"java.security.auth.login.config": nonEmpty("want the JAAS login configuration file"),
+	"sasl.serverconfig":               nonEmpty("want the JAAS section of the server's users (ZooKeeper's default: Server)"),
+	"superUser":                       nonEmpty("want a SASL user name"),
+	"enforce.auth.enabled":            javaBool,
+	"enforce.auth.schemes":            func(s string) (any, error) { return commaList(s), nil },
+	"sessionRequireClientSASLAuth":    javaBool, // the pre-3.7 form of enforce.auth with sasl (saslAuth)
+
 	"dynamicConfigFile": nonEmpty("want a file name"),
 	"peerType":          learnerType,
 
@@ -75,6 +87,30 @@ var zooMapped = map[string]func(string) (any, error){
 	"ssl.quorum.enabledProtocols":        tlsProtocols,
 	"ssl.quorum.ciphersuites":            cipherSuites,
 	"ssl.quorum.clientAuth":              clientAuthNeed,
+}
+
+// saslProviderClass is ZooKeeper's SASL authentication provider: listed as an
+// authProvider.N, it makes the sasl scheme valid in ACLs. paddock's sasl scheme is
+// always valid; its users come from java.security.auth.login.config.
+const saslProviderClass = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
+
+// zooSASLProvider reports whether key = value registers ZooKeeper's SASL provider.
+func zooSASLProvider(key, value string) bool {
+	return strings.HasPrefix(key, "authProvider.") && value == saslProviderClass
+}
+
+// saslAuth applies sessionRequireClientSASLAuth=true, which ZooKeeper's
+// AuthenticationHelper reads as enforce.auth with the sasl scheme, whatever enforce.auth.*
+// say; and warns when the SASL provider is listed with no users to authenticate.
+func (m *zooMapper) saslAuth(c *zooCfg) {
+	if on, _ := m.got["sessionRequireClientSASLAuth"].(bool); on {
+		c.set("enforce_auth", true, "sessionRequireClientSASLAuth")
+		c.set("enforce_auth_schemes", []string{"sasl"}, "sessionRequireClientSASLAuth")
+	}
+	if _, ok := m.got["java.security.auth.login.config"]; m.saslProvider > 0 && !ok {
+		m.logger.Warn("sasl provider configured without users: sasl requests authenticate no one",
+			"file", m.path, "line", m.saslProvider, "want", "java.security.auth.login.config = a JAAS file with a Server section")
+	}
 }
 
 // zooHidden reports whether key's value may be a secret, which an error about the key
@@ -112,6 +148,11 @@ var zooDirect = []struct{ zk, key string }{
 	{"reconfigEnabled", "reconfig_enabled"},
 	{"jute.maxbuffer", "max_buffer"},
 	{"DigestAuthenticationProvider.superDigest", "super_digest"},
+	{"java.security.auth.login.config", "sasl_jaas_config"},
+	{"sasl.serverconfig", "sasl_jaas_section"},
+	{"superUser", "sasl_super_user"},
+	{"enforce.auth.enabled", "enforce_auth"},
+	{"enforce.auth.schemes", "enforce_auth_schemes"},
 	{"znode.container.checkIntervalMs", "container_check_interval"},
 	{"znode.container.maxPerMinute", "container_max_per_minute"},
 	{"sslQuorum", "quorum_tls"},
@@ -184,10 +225,8 @@ var zooIgnored = map[string]struct {
 	"client.portUnification":                   {whySecurity, nil},
 	"client.secure":                            {whySecurity, nil},
 	"requireClientAuthScheme":                  {whySecurity, nil},
-	"sessionRequireClientSASLAuth":             {whySecurity, nil},
 	"allowSaslFailedClients":                   {whySecurity, nil},
 	"letAnySaslUserDoX":                        {whySecurity, nil},
-	"superUser":                                {whySecurity, nil},
 	"kinit":                                    {whySecurity, nil},
 	"jaasLoginRenew":                           {whySecurity, nil},
 	"requireKerberosConfig":                    {whySecurity, nil},
@@ -279,7 +318,6 @@ var zooIgnoredPrefixes = []struct{ prefix, why string }{
 	{"authProvider.", whySecurity},
 	{"sasl.", whySecurity},
 	{"kerberos.", whySecurity},
-	{"enforce.auth.", whySecurity},
 	{"metricsProvider.", whyJVM + "; paddock serves Prometheus metrics on the admin server's /metrics"},
 	{"jvm.pause.", whyJVM},
 	{"nio.", whyJVM},

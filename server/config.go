@@ -62,6 +62,23 @@ type Config struct {
 	// SuperDigest, "super:<base64 sha1>", makes a digest identity with that hash a super user
 	// that passes every ACL check (DigestAuthenticationProvider.superDigest).
 	SuperDigest string
+	// SASLJaasConfig names a JAAS login configuration file whose SASLJaasSection
+	// section ("Server" when empty) defines the users of SASL DIGEST-MD5 as
+	// user_NAME="password" options, as ZooKeeper reads the file its JVM's
+	// java.security.auth.login.config names (section: zookeeper.sasl.serverconfig).
+	// SASLPasswords adds users as "name:password" entries. With neither, SASL requests
+	// get an empty token and authenticate no one, as in ZooKeeper without a Server
+	// section. Passwords are never logged or shown (server/sasl.go).
+	SASLJaasConfig  string
+	SASLJaasSection string
+	SASLPasswords   []string
+	// SASLSuperUser makes the sasl identity of that user a super user too (zookeeper.superUser).
+	SASLSuperUser string
+	// EnforceAuth makes every request but auth and sasl from a connection that holds no
+	// identity of one of EnforceAuthSchemes fail with SessionClosedRequireSaslAuth, and
+	// close the connection (ZooKeeper 3.7's enforce.auth.enabled, enforce.auth.schemes).
+	EnforceAuth        bool
+	EnforceAuthSchemes []string
 	// ExtendedTypes enables TTL nodes (extendedTypesEnabled).
 	ExtendedTypes bool
 	// SkipACL disables all ACL checks (skipACL).
@@ -239,6 +256,7 @@ func (c *Config) Validate() error {
 	if c.HandshakeTimeout <= 0 {
 		bad("handshake_timeout", c.HandshakeTimeout, "must be > 0")
 	}
+	errs = append(errs, c.validateAuth()...)
 	if c.SuperDigest != "" && !superDigestRE.MatchString(c.SuperDigest) {
 		bad("super_digest", c.SuperDigest, `want "user:<base64 SHA-1>", as zkCli's DigestAuthenticationProvider prints`)
 	}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/paddock/paddock/internal/sasl/digestmd5"
 	"github.com/paddock/paddock/server/admin"
 	"github.com/paddock/paddock/server/datatree"
 	"github.com/paddock/paddock/server/wire"
@@ -70,8 +71,11 @@ type conn struct {
 	waiting atomic.Bool   // the read loop waits for room (throttle)
 	room    chan struct{} // signalled when pending falls while waiting is set (capacity 1)
 
-	// ids are the connection's identities (ip, digest, super); replaced, never mutated.
+	// ids are the connection's identities (ip, digest, sasl, super); replaced, never mutated.
 	ids atomic.Pointer[[]wire.Identity]
+	// sasl is the connection's SASL exchange, from its first sasl request (saslStep);
+	// only the read loop touches it.
+	sasl *digestmd5.Server
 
 	mu sync.Mutex
 	// queue holds, in arrival order, this connection's writes in flight and the requests

@@ -15,8 +15,8 @@ func (c *conn) execLocal(r *request) {
 	s := c.s
 	zxid := s.tree.LastZxid()
 	switch {
-	case r.op == wire.OpAuth || r.op == wire.OpSASL:
-		zxid = 0 // ZooKeeper answers auth and sasl with zxid 0
+	case r.op == wire.OpAuth || r.op == wire.OpSASL || r.err == wire.ErrSessionClosedRequireSASL:
+		zxid = 0 // ZooKeeper answers auth, sasl and a request enforce.auth refuses with zxid 0
 	case r.err == wire.ErrUnimplemented:
 		zxid = -1 // and an unknown opcode with zxid -1, as it never reached the pipeline
 	}
@@ -26,7 +26,14 @@ func (c *conn) execLocal(r *request) {
 		body, err = c.read(r)
 		code = s.codeFor(err, r.op)
 	}
-	if code == wire.ErrMarshallingError && r.op == wire.OpMultiRead {
+	if code != wire.OK && r.op == wire.OpSASL {
+		// ZooKeeper follows a failed sasl's error header with a null token.
+		c.send(func(e *wire.Encoder) {
+			h := wire.ReplyHeader{Xid: r.xid, Zxid: zxid, Err: code}
+			h.Encode(e)
+			(&wire.SASLRequest{}).Encode(e)
+		})
+	} else if code == wire.ErrMarshallingError && r.op == wire.OpMultiRead {
 		// ZooKeeper follows a refused multiRead's error header with an empty result list.
 		c.send(func(e *wire.Encoder) {
 			h := wire.ReplyHeader{Xid: r.xid, Zxid: zxid, Err: code}
@@ -49,8 +56,7 @@ func (c *conn) read(r *request) (wire.Record, error) {
 	case wire.OpPing, wire.OpAuth:
 		return nil, nil
 	case wire.OpSASL:
-		// Without SASL configured ZooKeeper answers with an empty (null) token and goes on.
-		return &wire.SASLRequest{}, nil
+		return r.rec, nil // the token saslStep made
 	case wire.OpSync:
 		return &wire.PathRecord{Path: r.rec.(*wire.PathRecord).Path}, nil
 	case wire.OpReconfig:

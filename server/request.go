@@ -63,6 +63,11 @@ func (c *conn) dispatch(body []byte) bool {
 		r.close, r.write = true, false
 	case r.err == wire.OK && h.Op == wire.OpAuth && !c.authenticate(r.rec.(*wire.AuthPacket)):
 		r.err, r.close = wire.ErrAuthFailed, true
+	case r.err == wire.OK && h.Op == wire.OpSASL:
+		c.saslStep(r)
+	}
+	if !c.mayProceed(h.Op) {
+		r.err, r.close, r.write = wire.ErrSessionClosedRequireSASL, true, false
 	}
 	r.ids = c.identities()
 	if rep := s.rep; rep != nil && !rep.leading() {

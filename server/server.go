@@ -32,6 +32,9 @@ type Server struct {
 	logger  *slog.Logger
 	txnOpts txn.Options
 	admin   *admin.Admin
+	// saslUsers maps the SASL users to their passwords (Config.SASLJaasConfig,
+	// SASLPasswords); nil when SASL is off. Read-only after New.
+	saslUsers map[string]string
 
 	ln       net.Listener
 	adminLn  net.Listener
@@ -106,7 +109,12 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	saslUsers, err := loadSASLUsers(&cfg)
+	if err != nil {
+		return nil, fmt.Errorf("server: config: %w", err)
+	}
 	s := &Server{
+		saslUsers:    saslUsers,
 		cfg:          cfg,
 		logger:       logger,
 		txnOpts:      txn.Options{ExtendedTypes: cfg.ExtendedTypes, SkipACL: cfg.SkipACL},

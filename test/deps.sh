@@ -2,11 +2,12 @@
 # Installs the Debian packages the tests need, if any is missing:
 #   zookeeper     Apache ZooKeeper 3.8: the reference server of the conformance suite, and zkCli.sh
 #   python3-kazoo the Python client, for the kazoo recipe tests (runs under /usr/bin/python3)
+#   python3-pure-sasl puresasl, which kazoo's sasl_options need (the SASL DIGEST-MD5 tests)
 #   mariadb-server MariaDB (mariadbd, mariadb-install-db): source and target of the replicator tests
 #   chromium      headless Chromium (/usr/bin/chromium): the console's browser tests in test/browser
 set -euo pipefail
 
-packages=(zookeeper python3-kazoo mariadb-server chromium)
+packages=(zookeeper python3-kazoo python3-pure-sasl mariadb-server chromium)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -17,6 +17,7 @@ const (
 	SchemeDigest = "digest"
 	SchemeIP     = "ip"
 	SchemeSuper  = "super"
+	SchemeSASL   = "sasl" // identities proven by a SASL exchange: sasl:<user>
 )
 
 // Digest returns the digest identity for credentials "user:password":
@@ -63,7 +64,7 @@ func idMatches(scheme, id, aclID string) bool {
 }
 
 // FixupACL validates the ACL of a create or setACL and expands the "auth" scheme into one
-// entry per authenticated (digest) identity of the requester, as ZooKeeper's fixupACL.
+// entry per authenticated (digest or sasl) identity of the requester, as ZooKeeper's fixupACL.
 // Duplicates are removed before expansion; an empty list, an unknown scheme, a malformed
 // id, or "auth" without an authenticated identity is ErrInvalidACL.
 func FixupACL(acl []wire.ACL, ids []wire.Identity) ([]wire.ACL, error) {
@@ -79,7 +80,7 @@ func FixupACL(acl []wire.ACL, ids []wire.Identity) ([]wire.ACL, error) {
 		case a.Scheme == SchemeAuth:
 			n := len(out)
 			for _, id := range ids {
-				if id.Scheme == SchemeDigest { // the only authenticated provider here; ip is not
+				if id.Scheme == SchemeDigest || id.Scheme == SchemeSASL { // authenticated providers; ip is not
 					out = append(out, wire.ACL{Perms: a.Perms, Scheme: id.Scheme, ID: id.ID})
 				}
 			}
@@ -87,7 +88,8 @@ func FixupACL(acl []wire.ACL, ids []wire.Identity) ([]wire.ACL, error) {
 				return nil, ErrInvalidACL
 			}
 		case a.Scheme == SchemeDigest && validDigestID(a.ID),
-			a.Scheme == SchemeIP && validIPID(a.ID):
+			a.Scheme == SchemeIP && validIPID(a.ID),
+			a.Scheme == SchemeSASL && validSASLID(a.ID):
 			out = append(out, a)
 		default:
 			return nil, ErrInvalidACL
@@ -120,6 +122,18 @@ func validDigestID(id string) bool {
 		parts = parts[:len(parts)-1]
 	}
 	return len(parts) == 2
+}
+
+// validSASLID mirrors SASLAuthenticationProvider.isValid, which takes what Hadoop's
+// KerberosName parses: any name without '@', or name[/host]@realm with one '@' and
+// at most one '/' before it. ZooKeeper accepts sasl ACLs only with its SASL provider
+// configured; paddock always does (the identities exist only with SASL users).
+func validSASLID(id string) bool {
+	before, realm, hasRealm := strings.Cut(id, "@")
+	if !hasRealm {
+		return true
+	}
+	return strings.Count(before, "/") <= 1 && !strings.ContainsAny(realm, "/@")
 }
 
 func validIPID(id string) bool {

@@ -96,7 +96,13 @@ func TestFixupACL(t *testing.T) {
 		{"digest trailing colon", []wire.ACL{{Perms: 1, Scheme: "digest", ID: "u:"}}, nil, nil, true},
 		{"ip bad", []wire.ACL{{Perms: 1, Scheme: "ip", ID: "300.1.1.1"}}, nil, nil, true},
 		{"ip bad bits", []wire.ACL{{Perms: 1, Scheme: "ip", ID: "1.1.1.1/33"}}, nil, nil, true},
-		{"unknown scheme", []wire.ACL{{Perms: 1, Scheme: "sasl", ID: "x"}}, nil, nil, true},
+		{"unknown scheme", []wire.ACL{{Perms: 1, Scheme: "kerberos", ID: "x"}}, nil, nil, true},
+		{"sasl", []wire.ACL{{Perms: 1, Scheme: "sasl", ID: "alice"}}, nil, []wire.ACL{{Perms: 1, Scheme: "sasl", ID: "alice"}}, false},
+		{"sasl kerberos principal", []wire.ACL{{Perms: 1, Scheme: "sasl", ID: "zk/host@REALM"}}, nil,
+			[]wire.ACL{{Perms: 1, Scheme: "sasl", ID: "zk/host@REALM"}}, false},
+		{"sasl bad principal", []wire.ACL{{Perms: 1, Scheme: "sasl", ID: "a/b/c@R"}}, nil, nil, true},
+		{"auth with sasl", []wire.ACL{{Perms: 31, Scheme: "auth"}}, []wire.Identity{{Scheme: "ip", ID: "1.2.3.4"}, {Scheme: "sasl", ID: "bob"}},
+			[]wire.ACL{{Perms: 31, Scheme: "sasl", ID: "bob"}}, false},
 	}
 	for _, tt := range tests {
 		got, err := FixupACL(tt.in, tt.ids)
