@@ -38,6 +38,11 @@ type Config struct {
 	// /commands/mntr, srvr, cons and wchc the overview and /sessions show; empty skips
 	// them.
 	AdminAddr string
+	// AdminUser and AdminPassword are the digest credentials the console sends to the
+	// admin port ("Authorization: digest user:password") when the server requires them
+	// (its admin_auth): the super user or an identity with cdrwa on the root's ACL.
+	AdminUser     string
+	AdminPassword string
 	// Root is the path the task, replicator and logcollector layouts live under.
 	Root string
 	// AuditRoot is the znode under which every change made through the console is

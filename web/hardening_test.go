@@ -26,6 +26,7 @@ import (
 
 	"github.com/paddock/paddock/internal/certs"
 	"github.com/paddock/paddock/internal/testutil"
+	"github.com/paddock/paddock/server/datatree"
 )
 
 // countingBody counts the bytes the console reads of a request body.
@@ -472,5 +473,28 @@ func TestPlainHTTPWarning(t *testing.T) {
 		if isLoopback(a) == tt.warn {
 			t.Errorf("isLoopback(%s) = %v", tt.addr, !tt.warn)
 		}
+	}
+}
+
+// With the server's admin_auth on, the console sends its admin credentials and still
+// shows the sessions; without them the sessions view says why it is empty.
+func TestSessionsWithAdminAuth(t *testing.T) {
+	cfg := testutil.PaddockConfig(t)
+	cfg.AdminAddr, cfg.AdminAuth = "127.0.0.1:0", true
+	cfg.SuperDigest = datatree.Digest("super:adm1n")
+	srv := testutil.StartServer(t, cfg)
+	admin := srv.AdminAddr().String()
+	f := startConsoleOn(t, srv.Addr().String(), func(c *Config) {
+		c.AdminAddr, c.AdminUser, c.AdminPassword = admin, "super", "adm1n"
+	})
+	r := f.login(t, "vic").do("GET", "/api/v1/sessions", nil)
+	expect(t, r, http.StatusOK, "sessions with admin credentials")
+	if !strings.Contains(r.body, hex64(f.session.SessionID())) {
+		t.Errorf("sessions lack the console's own: %s", r.body)
+	}
+	g := startConsoleOn(t, srv.Addr().String(), func(c *Config) { c.AdminAddr = admin })
+	r = g.login(t, "vic").do("GET", "/api/v1/sessions", nil)
+	if r.status == http.StatusOK || !strings.Contains(r.body, "401") {
+		t.Errorf("sessions without admin credentials: %d %s, want the 401 named", r.status, r.body)
 	}
 }
