@@ -498,3 +498,30 @@ func TestSessionsWithAdminAuth(t *testing.T) {
 		t.Errorf("sessions without admin credentials: %d %s, want the 401 named", r.status, r.body)
 	}
 }
+
+// A task's secrets (env values under password names, DSNs and --password values in its
+// arguments) are masked in the task API and page, and stored as submitted.
+func TestTaskSecretsMasked(t *testing.T) {
+	f := startConsole(t)
+	op, viewer := f.login(t, "olga"), f.login(t, "vic")
+	spec := map[string]any{"command": "/usr/bin/mysqldump",
+		"args": []string{"--password", "T4rgetPw", "--dsn=repl:S3cretSrcPw@tcp(127.0.0.1:3306)/", "orders"},
+		"env":  map[string]string{"MYSQL_PASSWORD": "S3cretSrcPw", "TZ": "UTC"}}
+	r := op.do("POST", "/api/v1/tasks", spec)
+	expect(t, r, http.StatusCreated, "submit")
+	id := r.json["id"].(string)
+	got := viewer.do("GET", "/api/v1/tasks/"+id, nil)
+	expect(t, got, http.StatusOK, "get task")
+	noSecret(t, "GET /api/v1/tasks/"+id, got.body)
+	if !strings.Contains(got.body, `"TZ":"UTC"`) || !strings.Contains(got.body, "orders") {
+		t.Errorf("masking took more than the secrets: %s", got.body)
+	}
+	noSecret(t, "GET /api/v1/tasks", viewer.do("GET", "/api/v1/tasks", nil).body)
+	page := viewer.do("GET", "/tasks/"+id, nil)
+	expect(t, page, http.StatusOK, "task page")
+	noSecret(t, "the task page", page.body)
+	stored, err := f.console.taskClient().Get(testCtx(t), id)
+	if err != nil || stored.Spec.Env["MYSQL_PASSWORD"] != "S3cretSrcPw" || stored.Spec.Args[1] != "T4rgetPw" {
+		t.Errorf("stored spec %+v, %v: want the secrets as submitted", stored.Spec, err)
+	}
+}

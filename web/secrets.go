@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/paddock/paddock/task"
 )
 
 // The console never shows a password. maskSecrets is the one masking function every
@@ -265,7 +268,7 @@ func restoreSecrets(data, old []byte) ([]byte, error) {
 			return o
 		}
 		if hasMask(key, s) {
-			unexplained = append(unexplained, s)
+			unexplained = append(unexplained, maskValue(key, s))
 		}
 		return s
 	})
@@ -277,4 +280,30 @@ func restoreSecrets(data, old []byte) ([]byte, error) {
 			"leave masked values exactly as read, or type the password", secretMask, truncate(unexplained[0], 200))
 	}
 	return out, nil
+}
+
+// maskTask masks the secrets of t's spec in place (t is the caller's copy): env values
+// under secret-looking names, and arguments holding a DSN, a password= parameter, or
+// following a --password-like flag.
+func maskTask(t *task.Task) *task.Task {
+	if t == nil {
+		return nil
+	}
+	if len(t.Spec.Env) > 0 {
+		env := make(map[string]string, len(t.Spec.Env))
+		for k, v := range t.Spec.Env {
+			env[k] = maskValue(k, v)
+		}
+		t.Spec.Env = env
+	}
+	args := slices.Clone(t.Spec.Args)
+	for i, a := range args {
+		key := ""
+		if i > 0 && strings.HasPrefix(t.Spec.Args[i-1], "-") && !strings.Contains(t.Spec.Args[i-1], "=") {
+			key = strings.TrimLeft(t.Spec.Args[i-1], "-")
+		}
+		args[i] = maskValue(key, a)
+	}
+	t.Spec.Args = args
+	return t
 }
