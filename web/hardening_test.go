@@ -260,6 +260,14 @@ func TestLoginLimits(t *testing.T) {
 	if w := tryLogin(c, "203.0.113.10", device, "ada", "pw-ada"); w.Code != http.StatusOK {
 		t.Errorf("trusted browser with the budget spent: %d %s, want 200", w.Code, w.Body)
 	}
+	// A name that is not a user answers as a user does once the budget is spent: a 429
+	// does not tell which names are users.
+	for i := range loginUserBudget + 1 { // as failed attempts would (an unknown name costs a bcrypt each)
+		c.limiter.fail(loginAttempt{user: "nobody", addr: fmt.Sprintf("198.51.101.%d", i)})
+	}
+	if w := tryLogin(c, "203.0.113.20", "", "nobody", "guess"); w.Code != http.StatusTooManyRequests {
+		t.Errorf("an unknown name with its budget spent: %d, want 429 as for a user", w.Code)
+	}
 	// A device cookie is for its user only, and cannot be forged.
 	if w := tryLogin(c, "203.0.113.11", device, "olga", "pw-olga"); w.Code != http.StatusOK {
 		t.Errorf("olga from a browser trusted for ada: %d (olga's budget is untouched)", w.Code)
@@ -277,10 +285,16 @@ func TestLoginLimits(t *testing.T) {
 func TestLoginLimiterBounded(t *testing.T) {
 	l := newLoginLimiter(time.Now)
 	for i := range loginMaxEntries + 500 {
-		l.fail(loginAttempt{user: "x", addr: fmt.Sprintf("10.%d.%d.%d", i>>16, i>>8&255, i&255), known: true})
+		addr := fmt.Sprintf("10.%d.%d.%d", i>>16, i>>8&255, i&255)
+		l.fail(loginAttempt{user: "ada", addr: addr, known: true})
+		l.fail(loginAttempt{user: fmt.Sprint("nobody", i), addr: addr})
 	}
-	if n := l.size(); n > loginMaxEntries {
-		t.Errorf("%d records after %d failing addresses; the bound is %d", n, loginMaxEntries+500, loginMaxEntries)
+	if records, budgets := l.size(); records > loginMaxEntries || budgets > loginMaxEntries+1 {
+		t.Errorf("%d records and %d budgets after %d failing addresses and names; the bound is %d",
+			records, budgets, loginMaxEntries+500, loginMaxEntries)
+	}
+	if l.budgets["ada"] == nil {
+		t.Error("a user's budget was forgotten")
 	}
 }
 

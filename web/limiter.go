@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,8 +29,10 @@ const (
 	loginForget       = time.Hour
 	loginUserBudget   = 30
 	loginUserRefill   = time.Minute
-	// loginMaxEntries bounds the per-address records; past it the oldest is forgotten.
-	// The per-user budgets are kept for configured users only, so they are bounded too.
+	// loginMaxEntries bounds the per-address records, and the budgets of names that are
+	// not users; past it the oldest record, or a full or unknown name's budget, goes.
+	// Names that are not users have budgets too, so that a spent budget does not tell
+	// which names are users.
 	loginMaxEntries = 10000
 	// deviceTTL is how long a browser is trusted after a login.
 	deviceTTL    = 30 * 24 * time.Hour
@@ -43,7 +46,9 @@ type loginLimiter struct {
 
 	mu      sync.Mutex
 	entries map[string]*failEntry    // by user NUL address; guarded by mu
-	budgets map[string]*budgetBucket // by configured user name; guarded by mu
+	budgets map[string]*budgetBucket // by user name; guarded by mu
+	// unknownBudgets counts the budgets of names that are not users; guarded by mu.
+	unknownBudgets int
 }
 
 type failEntry struct {
@@ -64,6 +69,7 @@ func (e *failEntry) until() time.Time {
 type budgetBucket struct {
 	tokens float64
 	at     time.Time
+	known  bool // a configured user's: never forgotten
 }
 
 func (b *budgetBucket) refill(now time.Time) {
@@ -104,7 +110,7 @@ func (l *loginLimiter) wait(a loginAttempt) time.Duration {
 	} else if e != nil {
 		until = e.until()
 	}
-	if b := l.budgets[a.user]; a.known && !a.trusted && b != nil {
+	if b := l.budgets[a.user]; !a.trusted && b != nil {
 		b.refill(now)
 		if b.tokens < 1 {
 			until = maxTime(until, now.Add(time.Duration((1-b.tokens)*float64(loginUserRefill))))
@@ -130,11 +136,15 @@ func (l *loginLimiter) fail(a loginAttempt) {
 	}
 	e.failures++
 	e.last = now
-	if a.known && !a.trusted {
+	if !a.trusted {
 		b := l.budgets[a.user]
 		if b == nil {
-			b = &budgetBucket{tokens: loginUserBudget, at: now}
+			l.makeBudgetRoomLocked(now)
+			b = &budgetBucket{tokens: loginUserBudget, at: now, known: a.known}
 			l.budgets[a.user] = b
+			if !a.known {
+				l.unknownBudgets++
+			}
 		}
 		b.refill(now)
 		b.tokens = max(b.tokens-1, 0)
@@ -148,30 +158,57 @@ func (l *loginLimiter) succeed(a loginAttempt) {
 	delete(l.entries, a.entryKey())
 }
 
-// makeRoomLocked forgets stale records, and the oldest one if there is still no room.
+// makeRoomLocked forgets stale records when there is no room, then the oldest down to
+// nine tenths of the bound, so that the O(n) sweep runs once per n/10 new records.
 func (l *loginLimiter) makeRoomLocked(now time.Time) {
 	if len(l.entries) < loginMaxEntries {
 		return
 	}
-	var oldest string
-	var oldestAt time.Time
+	type aged struct {
+		key  string
+		last time.Time
+	}
+	var live []aged
 	for k, e := range l.entries {
 		if now.Sub(e.last) > loginForget {
 			delete(l.entries, k)
-		} else if oldest == "" || e.last.Before(oldestAt) {
-			oldest, oldestAt = k, e.last
+		} else {
+			live = append(live, aged{k, e.last})
 		}
 	}
-	if len(l.entries) >= loginMaxEntries {
-		delete(l.entries, oldest)
+	if excess := len(live) - loginMaxEntries*9/10; excess > 0 {
+		slices.SortFunc(live, func(a, b aged) int { return a.last.Compare(b.last) })
+		for _, e := range live[:excess] {
+			delete(l.entries, e.key)
+		}
 	}
 }
 
-// size returns the number of records kept (for tests).
-func (l *loginLimiter) size() int {
+// makeBudgetRoomLocked forgets full budgets (as good as none) when the names that are not
+// users have no room, then others of theirs down to nine tenths of the bound.
+// Configured users' budgets are never forgotten.
+func (l *loginLimiter) makeBudgetRoomLocked(now time.Time) {
+	if l.unknownBudgets < loginMaxEntries {
+		return
+	}
+	for _, pass := range []bool{true, false} {
+		for name, b := range l.budgets {
+			if l.unknownBudgets <= loginMaxEntries*9/10 {
+				return
+			}
+			if b.refill(now); !b.known && (!pass || b.tokens >= loginUserBudget) {
+				delete(l.budgets, name)
+				l.unknownBudgets--
+			}
+		}
+	}
+}
+
+// size returns the number of records and budgets kept (for tests).
+func (l *loginLimiter) size() (records, budgets int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.entries)
+	return len(l.entries), len(l.budgets)
 }
 
 // deviceToken returns a device cookie value that trusts this browser for user until
