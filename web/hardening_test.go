@@ -26,6 +26,7 @@ import (
 
 	"github.com/paddock/paddock/internal/certs"
 	"github.com/paddock/paddock/internal/testutil"
+	"github.com/paddock/paddock/replicator"
 	"github.com/paddock/paddock/server/datatree"
 )
 
@@ -537,5 +538,31 @@ func TestTaskSecretsMasked(t *testing.T) {
 	stored, err := f.console.taskClient().Get(testCtx(t), id)
 	if err != nil || stored.Spec.Env["MYSQL_PASSWORD"] != "S3cretSrcPw" || stored.Spec.Args[1] != "T4rgetPw" {
 		t.Errorf("stored spec %+v, %v: want the secrets as submitted", stored.Spec, err)
+	}
+}
+
+// An error a replicator wrote that quotes a DSN is masked on the replication API and page.
+func TestReplicationErrorMasked(t *testing.T) {
+	f := startConsole(t)
+	ctx := testCtx(t)
+	layout, _ := replicator.NewLayout("/")
+	if err := replicator.NewAdmin(f.session, layout).Create(ctx, "orders", replicator.TaskDef{
+		Source: "repl:S3cretSrcPw@tcp(127.0.0.1:1)/", Target: "app:T4rgetPw@tcp(127.0.0.1:2)/",
+		ServerID: replicator.DefaultServerID("orders")}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := json.Marshal(replicator.Status{State: "retrying",
+		LastError: "connect repl:S3cretSrcPw@tcp(127.0.0.1:1)/: connection refused"})
+	if _, err := f.conn.Create(layout.Status("orders"), st, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	viewer := f.login(t, "vic")
+	for _, p := range []string{"/api/v1/replication", "/api/v1/replication/orders", "/replication"} {
+		r := viewer.do("GET", p, nil)
+		expect(t, r, http.StatusOK, p)
+		noSecret(t, p, r.body)
+	}
+	if r := viewer.do("GET", "/api/v1/replication/orders", nil); !strings.Contains(r.body, "connect repl:****@tcp(127.0.0.1:1)/") {
+		t.Errorf("the error is not shown masked: %s", r.body)
 	}
 }
