@@ -2,6 +2,7 @@ package server
 
 import (
 	"crypto/subtle"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"runtime"
@@ -31,9 +32,26 @@ func (s *Server) adminHandler(commands http.Handler) http.Handler {
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	if s.cfg.AdminAuth {
+		if s.cfg.SuperDigest == "" {
+			s.logger.Warn("admin_auth is on without super_digest: only digest identities with cdrwa on the root's ACL may run the guarded admin commands")
+		}
 		return admin.Guard(mux, s)
 	}
+	if host, _, err := net.SplitHostPort(s.cfg.AdminAddr); err == nil && !isLoopbackHost(host) {
+		s.logger.Warn("the admin port listens beyond loopback without admin_auth: anyone who reaches it reads sessions, connections and watched paths",
+			"admin_addr", s.cfg.AdminAddr)
+	}
 	return mux
+}
+
+// isLoopbackHost reports whether host names only loopback addresses: an IP of
+// 127.0.0.0/8 or ::1, or localhost.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // AdminAuthorized implements admin.Authorizer. Credentials "user:password" of the digest
