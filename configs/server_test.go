@@ -19,7 +19,7 @@ func TestServerKeys(t *testing.T) {
 		"super_digest", "sasl_jaas_config", "sasl_jaas_section", "sasl_passwords", "sasl_super_user",
 		"enforce_auth", "enforce_auth_schemes", "extended_types", "skip_acl",
 		"container_check_interval", "container_max_per_minute", "four_letter_words",
-		"admin_addr", "snap_count", "snap_retain_count", "purge_interval", "prealloc_size", "profile_contention", "procs", "force_sync",
+		"admin_addr", "admin_pprof", "admin_auth", "snap_count", "snap_retain_count", "purge_interval", "prealloc_size", "profile_contention", "procs", "force_sync",
 		"ensemble", "election_timeout", "reconfig_enabled", "join",
 		"quorum_tls", "quorum_key_store", "quorum_key_store_type", "quorum_key_store_password",
 		"quorum_trust_store", "quorum_trust_store_type", "quorum_trust_store_password",

@@ -358,13 +358,14 @@ func role(observer bool) string {
 	return "participant"
 }
 
-// adminAddr applies ZooKeeper's AdminServer defaults: enabled, on 0.0.0.0:8080.
+// adminAddr applies ZooKeeper's AdminServer defaults, enabled on port 8080, but on
+// 127.0.0.1 unless admin.serverAddress says otherwise: ZooKeeper listens on 0.0.0.0.
 func (m *zooMapper) adminAddr(c *zooCfg) {
 	if on, ok := m.got["admin.enableServer"].(bool); ok && !on {
 		c.set("admin_addr", "", "admin.enableServer")
 		return
 	}
-	host, port := "0.0.0.0", 8080
+	host, port := "127.0.0.1", 8080
 	if h, ok := m.got["admin.serverAddress"].(string); ok {
 		host = h
 	}

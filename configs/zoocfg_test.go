@@ -13,12 +13,12 @@ import (
 )
 
 // zkDefaults is what a zoo.cfg gives for the keys it leaves out where ZooKeeper's
-// defaults differ from paddock's: tickTime 3000, the AdminServer on 0.0.0.0:8080 and no
-// autopurge.
+// defaults differ from paddock's: tickTime 3000, the AdminServer on port 8080 (of
+// 127.0.0.1, where ZooKeeper listens on 0.0.0.0) and no autopurge.
 func zkDefaults() server.Config {
 	cfg := server.DefaultConfig()
 	cfg.TickTime = 3 * time.Second
-	cfg.AdminAddr = "0.0.0.0:8080"
+	cfg.AdminAddr = "127.0.0.1:8080"
 	cfg.PurgeInterval = 0
 	return cfg
 }
@@ -141,6 +141,8 @@ autopurge.purgeInterval=24
 admin.serverAddress=127.0.0.2
 admin.serverPort=9090
 admin.enableServer=true
+admin.pprof=true
+admin.auth=true
 forceSync=yes
 skipACL=yes
 extendedTypesEnabled=TRUE
@@ -156,6 +158,7 @@ znode.container.maxPerMinute=600
 				c.SnapCount, c.MaxOutstanding, c.PreAllocSize = 5000, 2000, 16<<20
 				c.FourLetterWords = []string{"ruok", "mntr", "stat", "srvr"}
 				c.AdminAddr, c.ForceSync, c.SkipACL, c.ExtendedTypes = "127.0.0.2:9090", true, true, true
+				c.AdminPprof, c.AdminAuth = true, true
 				c.MaxBuffer, c.SuperDigest = 4<<20, "super:D/InIHSb7yEEbrWz8b9l71RjZJU="
 				c.ContainerCheckInterval, c.ContainerMaxPerMinute = 5*time.Second, 600
 				c.ServerID = 42

@@ -44,6 +44,8 @@ var zooMapped = map[string]func(string) (any, error){
 	"admin.enableServer":     oneOf("true", "false"),
 	"admin.serverAddress":    host,
 	"admin.serverPort":       port(javaDecode),
+	"admin.pprof":            javaBool, // paddock's
+	"admin.auth":             javaBool, // paddock's
 
 	"forceSync":            oneOf("yes", "no"),
 	"skipACL":              oneOf("yes", "no"),
@@ -142,6 +144,8 @@ var zooDirect = []struct{ zk, key string }{
 	{"nio.sessionlessCnxnTimeout", "handshake_timeout"},
 	{"autopurge.purgeInterval", "purge_interval"},
 	{"4lw.commands.whitelist", "four_letter_words"},
+	{"admin.pprof", "admin_pprof"},
+	{"admin.auth", "admin_auth"},
 	{"forceSync", "force_sync"},
 	{"skipACL", "skip_acl"},
 	{"extendedTypesEnabled", "extended_types"},

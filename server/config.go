@@ -95,6 +95,13 @@ type Config struct {
 	// AdminAddr is the host:port of the admin HTTP server; empty disables it
 	// (admin.serverAddress:admin.serverPort, admin.enableServer).
 	AdminAddr string
+	// AdminPprof serves Go's profiles under /debug/pprof/ on the admin port (admin.pprof,
+	// a paddock key). Off by default: they show the command line and the heap.
+	AdminPprof bool
+	// AdminAuth makes the admin port's sensitive commands and profiles need an
+	// Authorization header, "digest user:password" of the super user or of a digest
+	// identity with every permission on the root's ACL (admin.auth, a paddock key).
+	AdminAuth bool
 
 	// SnapCount is the number of txns between snapshots (snapCount); as in ZooKeeper the
 	// actual count is drawn at random from [SnapCount/2+1, SnapCount] each time, so that

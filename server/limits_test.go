@@ -158,6 +158,7 @@ func TestSlowReaderIsDisconnected(t *testing.T) {
 func TestAdminHTTP(t *testing.T) {
 	cfg := testutil.PaddockConfig(t)
 	cfg.AdminAddr = "127.0.0.1:0"
+	cfg.AdminPprof = true
 	srv := testutil.StartServer(t, cfg)
 	c, _ := connect(t, srv.Addr().String())
 	if _, err := c.Create("/metrics-node", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {

@@ -56,6 +56,7 @@ func snapshotOf(data []byte, st *zk.Stat) *Snapshot {
 		return &Snapshot{Exists: false, Version: -1}
 	}
 	s := &Snapshot{Exists: true, Version: st.Version, NumChildren: st.NumChildren}
+	data = maskSecrets(data) // the audit log never holds a password
 	if len(data) > auditDataLimit {
 		data, s.Truncated = data[:auditDataLimit], true
 	}
@@ -156,9 +157,22 @@ func (c *Console) listAudit(ctx context.Context, limit int, before int64) ([]Aud
 			rec = AuditRecord{Note: "unreadable record"}
 		}
 		rec.Seq = s
-		recs = append(recs, rec)
+		recs = append(recs, maskRecord(rec))
 	}
 	return recs, nil
+}
+
+// maskRecord masks the secrets of a record read back: one written before the console
+// masked its snapshots, or by another client, may hold a password.
+func maskRecord(rec AuditRecord) AuditRecord {
+	for _, s := range []*Snapshot{rec.Before, rec.After} {
+		if s != nil && s.DataEncoding != "base64" {
+			s.Data = string(maskSecrets([]byte(s.Data)))
+		}
+	}
+	rec.Note = string(maskSecrets([]byte(rec.Note)))
+	rec.Target = string(maskSecrets([]byte(rec.Target)))
+	return rec
 }
 
 func (c *Console) apiAudit(g *gin.Context) {

@@ -18,10 +18,6 @@ const (
 	csrfHeader    = "X-CSRF-Token"    // for API clients
 	csrfField     = "csrf_token"      // for form posts
 	ctxSession    = "paddock.session" // gin context key of the *webSession
-	// loginFailures failures within loginWindow, per client IP or per user name, block
-	// further attempts from it until the window ends.
-	loginFailures = 5
-	loginWindow   = time.Minute
 )
 
 // A webSession is one login. Its fields never change after creation.
@@ -89,65 +85,6 @@ func (s *sessionStore) sweepLocked() {
 	}
 }
 
-// loginLimiter counts failed logins per key ("ip:…", "user:…") in fixed windows.
-type loginLimiter struct {
-	now func() time.Time
-
-	mu      sync.Mutex
-	windows map[string]*failWindow // guarded by mu
-}
-
-type failWindow struct {
-	start    time.Time
-	failures int
-}
-
-func newLoginLimiter(now func() time.Time) *loginLimiter {
-	return &loginLimiter{now: now, windows: make(map[string]*failWindow)}
-}
-
-// blocked returns how long until keys may try again, 0 if they may now.
-func (l *loginLimiter) blocked(keys ...string) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
-	var wait time.Duration
-	for _, k := range keys {
-		w := l.windows[k]
-		if w == nil {
-			continue
-		}
-		end := w.start.Add(loginWindow)
-		if now.After(end) {
-			delete(l.windows, k)
-			continue
-		}
-		if w.failures >= loginFailures {
-			wait = max(wait, end.Sub(now))
-		}
-	}
-	return wait
-}
-
-func (l *loginLimiter) fail(keys ...string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
-	for k, w := range l.windows { // keep the map bounded by recent failures
-		if now.After(w.start.Add(loginWindow)) {
-			delete(l.windows, k)
-		}
-	}
-	for _, k := range keys {
-		w := l.windows[k]
-		if w == nil {
-			w = &failWindow{start: now}
-			l.windows[k] = w
-		}
-		w.failures++
-	}
-}
-
 // dummyHash is compared against when the user is unknown, so that the answer takes
 // as long as for a known user with a wrong password.
 var dummyHash = sync.OnceValue(func() []byte {
@@ -155,23 +92,27 @@ var dummyHash = sync.OnceValue(func() []byte {
 	return h
 })
 
-// authenticate checks name and password; a *loginError says why not.
-func (c *Console) authenticate(ip, name, password string) (*webSession, *loginError) {
-	keys := []string{"ip:" + ip, "user:" + name}
-	if wait := c.limiter.blocked(keys...); wait > 0 {
+// authenticate checks name and password sent from client address ip by a browser
+// holding device cookie device (or ""); a *loginError says why not.
+func (c *Console) authenticate(ip, device, name, password string) (*webSession, *loginError) {
+	u, ok := c.users[name]
+	a := loginAttempt{user: name, addr: ip, known: ok, trusted: ok && c.limiter.trusts(device, name)}
+	if wait := c.limiter.wait(a); wait > 0 {
+		c.logger.Warn("login refused: too many failures", "user", logName(name), "client_ip", ip,
+			"retry_after", wait.Round(time.Second))
 		return nil, &loginError{status: http.StatusTooManyRequests, retryAfter: wait,
 			msg: "too many failed logins: try again later"}
 	}
-	u, ok := c.users[name]
 	hash := u.hash
 	if !ok {
 		hash = dummyHash()
 	}
 	if bcrypt.CompareHashAndPassword(hash, []byte(password)) != nil || !ok {
-		c.limiter.fail(keys...)
-		c.logger.Warn("login failed", "user", name, "client_ip", ip)
+		c.limiter.fail(a)
+		c.logger.Warn("login failed", "user", logName(name), "client_ip", ip)
 		return nil, &loginError{status: http.StatusUnauthorized, msg: "wrong user name or password"}
 	}
+	c.limiter.succeed(a)
 	c.logger.Info("login", "user", name, "role", u.role.String(), "client_ip", ip)
 	return c.sessions.create(u), nil
 }
@@ -194,10 +135,15 @@ func (c *Console) setSessionCookies(g *gin.Context, ws *webSession) {
 		maxAge = -1
 		ws = &webSession{}
 	}
+	secure := c.secureCookies()
 	http.SetCookie(g.Writer, &http.Cookie{Name: sessionCookie, Value: ws.id, Path: "/", MaxAge: maxAge,
-		HttpOnly: true, Secure: c.cfg.SecureCookies, SameSite: http.SameSiteStrictMode})
+		HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
 	http.SetCookie(g.Writer, &http.Cookie{Name: csrfCookie, Value: ws.csrf, Path: "/", MaxAge: maxAge,
-		Secure: c.cfg.SecureCookies, SameSite: http.SameSiteStrictMode})
+		Secure: secure, SameSite: http.SameSiteStrictMode})
+	if ws.user != "" { // a login: trust this browser for the user (loginLimiter)
+		http.SetCookie(g.Writer, &http.Cookie{Name: deviceCookie, Value: c.limiter.deviceToken(ws.user), Path: "/",
+			MaxAge: int(deviceTTL / time.Second), HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
+	}
 }
 
 type loginRequest struct {
@@ -211,7 +157,7 @@ func (c *Console) apiLogin(g *gin.Context) {
 		apiError(g, http.StatusBadRequest, "want a JSON body {\"user\": …, \"password\": …}")
 		return
 	}
-	ws, lerr := c.authenticate(g.ClientIP(), req.User, req.Password)
+	ws, lerr := c.authenticate(g.ClientIP(), deviceOf(g), req.User, req.Password)
 	if lerr != nil {
 		lerr.writeHeader(g)
 		apiError(g, lerr.status, lerr.msg)
@@ -233,17 +179,32 @@ func (c *Console) logout(g *gin.Context) {
 	g.Redirect(http.StatusSeeOther, "/login")
 }
 
+// deviceOf returns the request's device cookie, "" if none.
+func deviceOf(g *gin.Context) string {
+	ck, err := g.Request.Cookie(deviceCookie)
+	if err != nil {
+		return ""
+	}
+	return ck.Value
+}
+
 func isAPI(g *gin.Context) bool { return strings.HasPrefix(g.Request.URL.Path, "/api/") }
 
 func sessionOf(g *gin.Context) *webSession { return g.MustGet(ctxSession).(*webSession) }
 
+// liveSession returns the request's login, nil if none.
+func (c *Console) liveSession(g *gin.Context) *webSession {
+	ck, err := g.Request.Cookie(sessionCookie)
+	if err != nil {
+		return nil
+	}
+	return c.sessions.get(ck.Value)
+}
+
 // requireSession lets through requests with a live login: others get 401 on the API and
 // a redirect to /login on pages.
 func (c *Console) requireSession(g *gin.Context) {
-	var ws *webSession
-	if ck, err := g.Request.Cookie(sessionCookie); err == nil {
-		ws = c.sessions.get(ck.Value)
-	}
+	ws := c.liveSession(g)
 	if ws == nil {
 		if isAPI(g) {
 			apiError(g, http.StatusUnauthorized, "not logged in: POST /api/v1/login first")

@@ -29,10 +29,20 @@ type Config struct {
 	// plain http://127.0.0.1 works; set it whenever the console is reached over HTTPS
 	// (directly or through a proxy), which is every deployment but a local one.
 	SecureCookies bool
+	// TLSCert and TLSKey are PEM files of the console's certificate chain and private key
+	// (keys tls_cert, tls_key): with both, the console serves HTTPS only, and its cookies
+	// are Secure whatever SecureCookies says.
+	TLSCert string
+	TLSKey  string
 	// AdminAddr is the paddock server's admin HTTP address (host:port) whose
 	// /commands/mntr, srvr, cons and wchc the overview and /sessions show; empty skips
 	// them.
 	AdminAddr string
+	// AdminUser and AdminPassword are the digest credentials the console sends to the
+	// admin port ("Authorization: digest user:password") when the server requires them
+	// (its admin_auth): the super user or an identity with cdrwa on the root's ACL.
+	AdminUser     string
+	AdminPassword string
 	// Root is the path the task, replicator and logcollector layouts live under.
 	Root string
 	// AuditRoot is the znode under which every change made through the console is
@@ -63,6 +73,9 @@ func (c Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {
 			errs = append(errs, fmt.Errorf("admin_addr = %s: want host:port, or empty for none", c.AdminAddr))
 		}
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, fmt.Errorf("tls_cert = %q, tls_key = %q: want both (HTTPS) or neither (plain HTTP)", c.TLSCert, c.TLSKey))
 	}
 	if c.SessionTTL < time.Second {
 		errs = append(errs, fmt.Errorf("session_ttl = %v: want at least 1s", c.SessionTTL))

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,6 +37,8 @@ type Console struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 
+	tls *tls.Config // nil: plain HTTP
+
 	mu sync.Mutex
 	ln net.Listener // set by Listen; guarded by mu
 
@@ -68,6 +71,13 @@ func New(cfg Config, s *coordinator.Session, logger *slog.Logger) (*Console, err
 		streams:  newStreamLimiter(maxStreamsPerLogin, maxStreams),
 		stop:     make(chan struct{}),
 	}
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("web: tls_cert = %s, tls_key = %s: %w", cfg.TLSCert, cfg.TLSKey, err)
+		}
+		c.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
 	c.hub = &watchHub{arm: c.arm, stop: c.stop, logger: logger, entries: map[watchSpec]*hubEntry{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -94,6 +104,14 @@ func (c *Console) Listen() error {
 	if err != nil {
 		return fmt.Errorf("web: listen on %s: %w", c.cfg.Listen, err)
 	}
+	if c.tls == nil && !isLoopback(ln.Addr()) {
+		c.logger.Warn("web console serves plain HTTP on a non-loopback address: passwords and session cookies "+
+			"cross the network in the clear; set tls_cert and tls_key, or listen on 127.0.0.1 behind an HTTPS proxy",
+			"addr", ln.Addr().String())
+	}
+	if c.tls != nil {
+		ln = tls.NewListener(ln, c.tls)
+	}
 	c.ln = ln
 	return nil
 }
@@ -106,6 +124,17 @@ func (c *Console) Addr() net.Addr {
 		return nil
 	}
 	return c.ln.Addr()
+}
+
+// secureCookies reports whether the console's cookies are Secure: served over HTTPS,
+// or Config.SecureCookies (HTTPS ends at a proxy).
+func (c *Console) secureCookies() bool { return c.cfg.SecureCookies || c.tls != nil }
+
+// isLoopback reports whether addr is a loopback address; the unspecified address
+// (all interfaces) is not.
+func isLoopback(addr net.Addr) bool {
+	ta, ok := addr.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }
 
 // Run serves until ctx ends, then shuts down gracefully (requests in flight get 5 s)
@@ -121,7 +150,7 @@ func (c *Console) Run(ctx context.Context) error {
 		ErrorLog: slog.NewLogLogger(c.logger.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	c.logger.Info("web console listening", "addr", ln.Addr().String())
+	c.logger.Info("web console listening", "addr", ln.Addr().String(), "https", c.tls != nil)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("web: serve: %w", err)
@@ -142,7 +171,7 @@ func (c *Console) routes() *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	_ = e.SetTrustedProxies(nil) // ClientIP is the peer: X-Forwarded-For cannot dodge the login limit
-	e.Use(c.logRequest, gin.CustomRecovery(func(g *gin.Context, err any) {
+	e.Use(c.logRequest, c.limitBody, gin.CustomRecovery(func(g *gin.Context, err any) {
 		c.logger.Error("handler panic", "path", g.Request.URL.Path, "err", err)
 		g.AbortWithStatus(http.StatusInternalServerError)
 	}), securityHeaders)

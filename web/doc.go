@@ -9,11 +9,14 @@
 // Login. Users come from Config.Users ("name:role:bcrypt-hash"; HashPassword and
 // NewPassword make them). POST /api/v1/login {"user","password"} (or the /login form)
 // sets the session cookie paddock_session (random id, server-side map with expiry
-// SessionTTL; HttpOnly, SameSite=Strict, Secure when SecureCookies) and answers the
-// CSRF token, also in the cookie paddock_csrf and the pages' <meta name="csrf-token">.
-// Five failed logins in a minute from one client IP or for one user name give 429 with
-// Retry-After until the minute ends. Logins live in memory: a restart logs everyone
-// out. Without a session the API answers 401 JSON and pages redirect to /login (only
+// SessionTTL; HttpOnly, SameSite=Strict, Secure over HTTPS (TLSCert, TLSKey) or with
+// SecureCookies) and answers the CSRF token, also in the cookie paddock_csrf and the
+// pages' <meta name="csrf-token">, and the device cookie paddock_device. Failed logins
+// back off per user name and client address (3 free, then 1 s doubling to 15 min) and
+// draw on a per-user budget that browsers with the user's device cookie skip (429 with
+// Retry-After; limiter.go, docs/security.md). Logins live in memory: a restart logs
+// everyone out. Request bodies are capped before any handler reads them (413):
+// logins 4 KiB, znode writes 2 MiB, the rest 64 KiB (bodylimit.go). Without a session the API answers 401 JSON and pages redirect to /login (only
 // /login and /static/* are open).
 //
 // Roles. viewer reads; operator also changes znodes, submits, cancels and retries
@@ -33,6 +36,12 @@
 //	DELETE /api/v1/znode?path=&version=&recursive=true&confirm=<path>
 //	GET    /api/v1/audit?limit=N&before=seq            newest first
 //	POST   /api/v1/logout
+//
+// Znode data is shown with its secrets masked (DSN passwords, password= parameters,
+// password fields: secrets.go), in the API, the pages and the audit log; a set that
+// sends a masked value back keeps the stored secret, and one whose mask the console
+// cannot restore is 400. The audit root is append-only: creates, sets and deletes on
+// it, under it or (deletes) above it are 403 for every role.
 //
 // Bad paths are 400 naming the path and the fault; ZooKeeper errors map (zkStatus, the
 // one table) NoNode 404, NodeExists/NotEmpty/BadVersion 409, NoAuth 403, connection

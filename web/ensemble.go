@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -17,6 +18,9 @@ import (
 // address.
 var errNoAdminAddr = errors.New("web: no admin address configured (web key admin_addr): the server's sessions, watches and mode are not known")
 
+// adminReplyLimit bounds what the console reads of an admin command's answer.
+const adminReplyLimit = 64 << 20
+
 // adminJSON fetches /commands/<name> from Config.AdminAddr into v.
 func (c *Console) adminJSON(ctx context.Context, name string, v any) error {
 	if c.cfg.AdminAddr == "" {
@@ -27,6 +31,9 @@ func (c *Console) adminJSON(ctx context.Context, name string, v any) error {
 	if err != nil {
 		return fmt.Errorf("web: admin %s: %w", name, err)
 	}
+	if c.cfg.AdminUser != "" { // the admin port's admin.auth
+		req.Header.Set("Authorization", "digest "+c.cfg.AdminUser+":"+c.cfg.AdminPassword)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("web: admin %s: %w", name, err)
@@ -35,7 +42,7 @@ func (c *Console) adminJSON(ctx context.Context, name string, v any) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("web: admin %s: %s answered %s", name, c.cfg.AdminAddr, resp.Status)
 	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+	if err := json.NewDecoder(io.LimitReader(resp.Body, adminReplyLimit)).Decode(v); err != nil {
 		return fmt.Errorf("web: admin %s: decode: %w", name, err)
 	}
 	return nil

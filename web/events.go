@@ -90,11 +90,11 @@ func (c *Console) topicWatches(topic string) ([]watchSpec, error) {
 	}
 	if p, ok := strings.CutPrefix(topic, "znode:"); ok {
 		if err := checkPath(p); err != nil {
-			return nil, &requestError{fmt.Sprintf("topic %q: %v", topic, err)}
+			return nil, badRequest("topic %q: %v", topic, err)
 		}
 		return []watchSpec{{p, watchData}, {p, watchChildren}}, nil
 	}
-	return nil, &requestError{fmt.Sprintf("topic %q: want znode:<path>, tasks, workers, replication or logs", topic)}
+	return nil, badRequest("topic %q: want znode:<path>, tasks, workers, replication or logs", topic)
 }
 
 // arm sets w's watch. Setting it reads the watched state, so a change made after an

@@ -73,7 +73,7 @@ func (c *Console) loginPage(g *gin.Context) {
 }
 
 func (c *Console) loginForm(g *gin.Context) {
-	ws, lerr := c.authenticate(g.ClientIP(), g.PostForm("user"), g.PostForm("password"))
+	ws, lerr := c.authenticate(g.ClientIP(), deviceOf(g), g.PostForm("user"), g.PostForm("password"))
 	if lerr != nil {
 		lerr.writeHeader(g)
 		g.Request.URL.RawQuery = url.Values{"error": {lerr.msg}}.Encode()

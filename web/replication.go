@@ -28,7 +28,7 @@ func (c *Console) replAdmin() *replicator.Admin {
 
 // replSnapshot is the audit snapshot of a replication task: its masked definition.
 func (c *Console) replSnapshot(ctx context.Context, name string) *Snapshot {
-	v, err := c.replAdmin().Get(ctx, name)
+	v, err := c.replGet(ctx, name)
 	if err != nil {
 		return snapshotOf(nil, nil)
 	}
@@ -138,7 +138,7 @@ func (c *Console) doReplDelete(g *gin.Context, name string) error {
 }
 
 func (c *Console) apiReplTasks(g *gin.Context) {
-	tasks, err := c.replAdmin().List(g.Request.Context())
+	tasks, err := c.replList(g.Request.Context())
 	if err != nil {
 		c.serviceError(g, "replication", err)
 		return
@@ -151,7 +151,7 @@ func (c *Console) apiReplTasks(g *gin.Context) {
 
 func (c *Console) apiReplTask(g *gin.Context) {
 	name := g.Param("name")
-	v, err := c.replAdmin().Get(g.Request.Context(), name)
+	v, err := c.replGet(g.Request.Context(), name)
 	if err != nil {
 		if replicator.CheckTaskName(name) != nil {
 			err = badRequest("%v", err)
@@ -182,7 +182,7 @@ func (c *Console) apiReplCreate(g *gin.Context) {
 		c.serviceError(g, r.Name, err)
 		return
 	}
-	v, err := c.replAdmin().Get(g.Request.Context(), r.Name)
+	v, err := c.replGet(g.Request.Context(), r.Name)
 	if err != nil {
 		g.JSON(http.StatusCreated, gin.H{"name": r.Name})
 		return
@@ -255,7 +255,7 @@ type replPage struct {
 }
 
 func (c *Console) replicationPage(g *gin.Context) {
-	tasks, err := c.replAdmin().List(g.Request.Context())
+	tasks, err := c.replList(g.Request.Context())
 	if err != nil {
 		_, msg := serviceStatus(err)
 		g.Request.URL.RawQuery = url.Values{"error": {msg}}.Encode()
@@ -266,7 +266,7 @@ func (c *Console) replicationPage(g *gin.Context) {
 
 func (c *Console) replTaskPage(g *gin.Context) {
 	name := g.Param("name")
-	v, err := c.replAdmin().Get(g.Request.Context(), name)
+	v, err := c.replGet(g.Request.Context(), name)
 	if err != nil {
 		status, msg := serviceStatus(err)
 		if replicator.CheckTaskName(name) != nil {
@@ -357,4 +357,33 @@ func (c *Console) replDeleteForm(g *gin.Context) {
 		return
 	}
 	redirectWith(g, "/replication", "flash", "deleted "+name)
+}
+
+// replGet is replicator.Admin.Get with the task's error texts masked too: the
+// definition comes masked, but an error a replicator wrote may quote a DSN.
+func (c *Console) replGet(ctx context.Context, name string) (*replicator.TaskView, error) {
+	v, err := c.replAdmin().Get(ctx, name)
+	return maskReplView(v), err
+}
+
+// replList is replicator.Admin.List with the error texts masked (replGet).
+func (c *Console) replList(ctx context.Context) ([]*replicator.TaskView, error) {
+	vs, err := c.replAdmin().List(ctx)
+	for _, v := range vs {
+		maskReplView(v)
+	}
+	return vs, err
+}
+
+func maskReplView(v *replicator.TaskView) *replicator.TaskView {
+	if v == nil {
+		return nil
+	}
+	if v.Status != nil {
+		v.Status.LastError = string(maskSecrets([]byte(v.Status.LastError)))
+	}
+	if v.Health != nil {
+		v.Health.Detail = string(maskSecrets([]byte(v.Health.Detail)))
+	}
+	return v
 }

@@ -152,7 +152,7 @@ func (c *Console) listTasks(ctx context.Context, offset, limit int) (TaskPage, e
 		if err != nil {
 			return TaskPage{}, err
 		}
-		p.Tasks = append(p.Tasks, t)
+		p.Tasks = append(p.Tasks, maskTask(t))
 	}
 	return p, nil
 }
@@ -245,7 +245,7 @@ func (c *Console) apiTask(g *gin.Context) {
 		c.serviceError(g, id, err)
 		return
 	}
-	g.JSON(http.StatusOK, t)
+	g.JSON(http.StatusOK, maskTask(t))
 }
 
 func (c *Console) apiSubmitTask(g *gin.Context) {

@@ -50,7 +50,7 @@ func (c *Console) taskPage(g *gin.Context) {
 		c.render(g, status, "task", id, nil)
 		return
 	}
-	c.render(g, http.StatusOK, "task", id, t)
+	c.render(g, http.StatusOK, "task", id, maskTask(t))
 }
 
 // specForm reads the submit form: command, args one per line, env K=V lines, timeout,

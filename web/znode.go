@@ -202,6 +202,7 @@ func (c *Console) znode(ctx context.Context, path string) (ZnodeView, error) {
 	if err != nil {
 		return ZnodeView{}, err
 	}
+	data = maskSecrets(data) // the console never shows a password
 	v := ZnodeView{Path: path, Data: data, Stat: statView(st), ACL: aclViews(acl)}
 	if v.Data == nil {
 		v.Data = []byte{}
@@ -308,13 +309,21 @@ func (c *Console) deleteBatch(paths []string) (int, error) {
 	return n, nil
 }
 
-// requestError is a bad request the client can fix.
-type requestError struct{ msg string }
+// requestError is a request the console refuses, with its HTTP status: a bad request
+// the client can fix, or one the console never does.
+type requestError struct {
+	status int
+	msg    string
+}
 
 func (e *requestError) Error() string { return e.msg }
 
 func badRequest(format string, args ...any) error {
-	return &requestError{msg: fmt.Sprintf(format, args...)}
+	return &requestError{status: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
+}
+
+func forbidden(format string, args ...any) error {
+	return &requestError{status: http.StatusForbidden, msg: fmt.Sprintf(format, args...)}
 }
 
 func decodeData(data, encoding string) ([]byte, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-zookeeper/zk"
@@ -16,6 +17,13 @@ import (
 func (c *Console) doCreate(g *gin.Context, path string, data []byte, mode string) (string, error) {
 	if err := checkPath(path); err != nil || path == "/" {
 		return "", pathError(path, err)
+	}
+	if err := c.checkAuditWrite(path, false); err != nil {
+		return "", err
+	}
+	data, err := restoreSecrets(data, nil) // a new node has no secret to keep
+	if err != nil {
+		return "", err
 	}
 	created, err := c.create(path, data, mode)
 	if err != nil {
@@ -30,6 +38,17 @@ func (c *Console) doSet(g *gin.Context, path string, data []byte, version int32)
 	if err := checkPath(path); err != nil {
 		return nil, pathError(path, err)
 	}
+	if err := c.checkAuditWrite(path, false); err != nil {
+		return nil, err
+	}
+	old, _, err := c.conn.Get(path)
+	if err != nil {
+		return nil, err
+	}
+	// Masked secrets read through the console keep their stored values.
+	if data, err = restoreSecrets(data, old); err != nil {
+		return nil, err
+	}
 	before := c.getForAudit(path)
 	st, err := c.conn.Set(path, data, version)
 	if err != nil {
@@ -42,6 +61,9 @@ func (c *Console) doSet(g *gin.Context, path string, data []byte, version int32)
 func (c *Console) doDelete(g *gin.Context, path string, version int32, recursive bool, confirm string) (int, error) {
 	if err := checkPath(path); err != nil || path == "/" {
 		return 0, pathError(path, err)
+	}
+	if err := c.checkAuditWrite(path, true); err != nil {
+		return 0, err
 	}
 	if recursive && confirm != path {
 		return 0, badRequest("%s: a recursive delete needs confirm set to the path itself", path)
@@ -63,6 +85,19 @@ func (c *Console) doDelete(g *gin.Context, path string, version int32, recursive
 	return n, err
 }
 
+// checkAuditWrite refuses changes to the audit log: the console only appends to it
+// (writeAudit), for every user whatever the role. A delete of an ancestor of the audit
+// root (recursive or not) is refused too.
+func (c *Console) checkAuditWrite(path string, deleting bool) error {
+	root := c.cfg.AuditRoot
+	under := path == root || strings.HasPrefix(path, root+"/")
+	above := deleting && (path == "/" || strings.HasPrefix(root, path+"/"))
+	if under || above {
+		return forbidden("%s: the audit log %s is append-only: the console neither changes nor deletes it", path, root)
+	}
+	return nil
+}
+
 func pathError(path string, err error) error {
 	if err == nil {
 		return badRequest("path %q: the root cannot be created or deleted", path)
@@ -74,7 +109,7 @@ func pathError(path string, err error) error {
 func (c *Console) changeError(g *gin.Context, path string, err error) {
 	var re *requestError
 	if errors.As(err, &re) {
-		apiError(g, http.StatusBadRequest, re.msg)
+		apiError(g, re.status, re.msg)
 		return
 	}
 	if errors.Is(err, zk.ErrBadVersion) {
