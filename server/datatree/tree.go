@@ -81,7 +81,7 @@ type Tree struct {
 	sessions   map[int64]*Session
 	acls       *aclCache
 	quotas     map[string]struct{} // the quota'd paths: those with a limits node (quota.go)
-	dataSize   int64 // sum of path and data lengths, ZooKeeper's approximate data size
+	dataSize   int64               // sum of path and data lengths, ZooKeeper's approximate data size
 	lastZxid   int64
 
 	// hot is the node put last, which Get returns without walking the index: most
