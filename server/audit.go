@@ -62,7 +62,11 @@ type auditEvent struct {
 func (e *auditEvent) format(now time.Time) []byte {
 	b := make([]byte, 0, 160)
 	b = now.UTC().AppendFormat(b, "2006-01-02 15:04:05,000")
-	b = append(b, " INFO audit: "...)
+	if e.result == auditFailure {
+		b = append(b, " ERROR audit: "...) // Slf4jAuditLogger logs failures at error
+	} else {
+		b = append(b, " INFO audit: "...)
+	}
 	first := true
 	add := func(key, value string) {
 		if value == "" {
