@@ -107,6 +107,7 @@ func TestQuotaEnsembleSameOutcome(t *testing.T) {
 	e := testutil.StartEnsemble(t, 3, 0, func(i int, c *server.Config) {
 		c.EnforceQuota = true
 		c.AuditEnable = true
+		c.ReconfigEnabled = true
 		dirs[i] = c.DataDir
 	})
 	addrs := e.Addrs()
@@ -164,9 +165,17 @@ func TestQuotaEnsembleSameOutcome(t *testing.T) {
 		t.Errorf("members counted %d refusals, clients saw %d", refusedCounted, refused)
 	}
 
+	// A reconfig by a client that is not super is refused, and audited as such.
+	if _, err := admin.IncrementalReconfig(nil, []string{"3"}, -1); err != zk.ErrNoAuth {
+		t.Fatalf("reconfig without super: %v", err)
+	}
+
 	// Each member's audit log holds its own clients' creates and no other member's.
 	for m := range addrs {
 		e.Stop(m)
+	}
+	if log := readAudit(t, dirs[0]+"/audit.log"); !strings.Contains(log, "operation=reconfig\tznode=/zookeeper/config\tresult=failure\n") {
+		t.Errorf("member 1's audit log has no failed reconfig:\n%s", log)
 	}
 	for m, dir := range dirs {
 		log := readAudit(t, dir+"/audit.log")
