@@ -169,3 +169,27 @@ func TestQuotaSurvivesSnapshot(t *testing.T) {
 	wantErr(t, f.create("/p/2", 0).Err, datatree.ErrQuotaExceeded)
 	wantStats(t, f, "/p", "count=2,bytes=2")
 }
+
+// A multi that creates a quota and then fails leaves neither the nodes, nor the index
+// entry, nor the data size behind.
+func TestQuotaCreatedInRolledBackMulti(t *testing.T) {
+	f := newFixture(t)
+	f.opts.EnforceQuota = true
+	f.create("/r", 0)
+	size, count := f.tree.DataSize(), f.tree.NodeCount()
+	qp := datatree.QuotaPath + "/r"
+	r := f.do(sess, wire.OpMulti, &wire.MultiRequest{Ops: []wire.MultiOp{
+		{Op: wire.OpCreate, Req: &wire.CreateRequest{Path: qp, ACL: wire.OpenACLUnsafe}},
+		{Op: wire.OpCreate, Req: &wire.CreateRequest{Path: qp + "/" + datatree.QuotaLimitNode, Data: []byte("count=-1,bytes=-1=;countHardLimit=1"), ACL: wire.OpenACLUnsafe}},
+		{Op: wire.OpCreate, Req: &wire.CreateRequest{Path: qp + "/" + datatree.QuotaStatNode, Data: []byte("count=0,bytes=0"), ACL: wire.OpenACLUnsafe}},
+		{Op: wire.OpCreate, Req: &wire.CreateRequest{Path: "/r/x", ACL: wire.OpenACLUnsafe}},
+	}})
+	if !r.Failed || !errors.Is(r.Multi[3].Err, datatree.ErrQuotaExceeded) {
+		t.Fatalf("multi %+v", r.Multi)
+	}
+	if len(f.tree.Quotas()) != 0 || f.tree.Get(qp) != nil || f.tree.DataSize() != size || f.tree.NodeCount() != count {
+		t.Fatalf("rolled-back quota left quotas %v, node %v, size %d (want %d), count %d (want %d)",
+			f.tree.Quotas(), f.tree.Get(qp) != nil, f.tree.DataSize(), size, f.tree.NodeCount(), count)
+	}
+	wantErr(t, f.create("/r/x", 0).Err, nil)
+}
