@@ -99,7 +99,10 @@ func auditSession(t *testing.T, addr, root string) {
 			_, err := c.Multi(&zk.CreateRequest{Path: root + "/m2", Acl: acl}, &zk.DeleteRequest{Path: root + "/nope", Version: -1})
 			return expect(err, zk.ErrNoNode)
 		},
-		func() error { _, err := c.SetACL(root+"/m", zk.DigestACL(zk.PermAll, "alice", "pw-alice"), -1); return err },
+		func() error {
+			_, err := c.SetACL(root+"/m", zk.DigestACL(zk.PermAll, "alice", "pw-alice"), -1)
+			return err
+		},
 		func() error { return c.Delete(root+"/m", -1) },
 	}
 	for i, step := range steps {
