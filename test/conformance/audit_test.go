@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -123,11 +124,7 @@ func expect(err, want error) error {
 	return err
 }
 
-var errUnexpectedSuccess = &wantError{"succeeded where it should have failed"}
-
-type wantError struct{ s string }
-
-func (e *wantError) Error() string { return e.s }
+var errUnexpectedSuccess = errors.New("succeeded where it should have failed")
 
 var (
 	// zkAuditMarker ends what Debian's log4j layout puts before a message of
