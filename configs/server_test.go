@@ -17,7 +17,7 @@ func TestServerKeys(t *testing.T) {
 		"min_session_timeout", "max_session_timeout", "max_client_cnxns", "max_buffer",
 		"max_outstanding", "max_outstanding_per_conn", "max_queued_bytes", "handshake_timeout",
 		"super_digest", "sasl_jaas_config", "sasl_jaas_section", "sasl_passwords", "sasl_super_user",
-		"enforce_auth", "enforce_auth_schemes", "extended_types", "skip_acl",
+		"enforce_auth", "enforce_auth_schemes", "extended_types", "skip_acl", "enforce_quota", "audit_enable", "audit_log_file", "audit_queue",
 		"container_check_interval", "container_max_per_minute", "four_letter_words",
 		"admin_addr", "admin_pprof", "admin_auth", "snap_count", "snap_retain_count", "purge_interval", "prealloc_size", "profile_contention", "procs", "force_sync",
 		"ensemble", "election_timeout", "reconfig_enabled", "join",
@@ -134,6 +134,9 @@ server:
   super_digest: "super:D/InIHSb7yEEbrWz8b9l71RjZJU="
   extended_types: true
   skip_acl: true
+  enforce_quota: true
+  audit_enable: true
+  audit_log_file: /var/log/paddock/audit.log
   container_check_interval: 10s
   container_max_per_minute: 100
   four_letter_words: [ruok, srvr, mntr]
@@ -156,6 +159,7 @@ server:
 		MaxSessionTimeout: 30 * time.Second, MaxClientCnxns: 0, MaxBuffer: 4 << 20,
 		MaxOutstanding: 5000, SuperDigest: "super:D/InIHSb7yEEbrWz8b9l71RjZJU=",
 		ExtendedTypes: true, SkipACL: true, ContainerCheckInterval: 10 * time.Second,
+		EnforceQuota: true, AuditEnable: true, AuditLogFile: "/var/log/paddock/audit.log", AuditQueue: 4096,
 		ContainerMaxPerMinute: 100, FourLetterWords: []string{"ruok", "srvr", "mntr"},
 		AdminAddr: "", SnapCount: 1000, SnapRetainCount: 3, PurgeInterval: time.Hour, ForceSync: true,
 		Ensemble: []string{"7=zk7.example.com:2888:3888;2281", "8=zk8.example.com:2888:3888:participant",

@@ -176,6 +176,11 @@ znode.container.maxPerMinute=600
 			},
 		},
 		{
+			name: "quotas and audit",
+			cfg:  "dataDir=DIR\nclientPort=2181\nenforceQuota=true\naudit.enable=True\n",
+			want: func(c *server.Config) { c.ClientAddr, c.EnforceQuota, c.AuditEnable = ":2181", true, true },
+		},
+		{
 			name: "session timeouts -1 are the defaults",
 			cfg:  "dataDir=DIR\nclientPort=2181\nminSessionTimeout=-1\nmaxSessionTimeout=-1\n",
 		},

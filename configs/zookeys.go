@@ -53,6 +53,11 @@ var zooMapped = map[string]func(string) (any, error){
 	"jute.maxbuffer":       javaDecode,
 	"reconfigEnabled":      javaBool,
 
+	// zookeeper.enforceQuota and zookeeper.audit.enable, system properties that zoo.cfg
+	// sets without their prefix (docs/quotas.md).
+	"enforceQuota": javaBool,
+	"audit.enable": javaBool,
+
 	"DigestAuthenticationProvider.superDigest": nonEmpty("want user:<base64 SHA-1 digest>"),
 	"znode.container.checkIntervalMs":          positiveMillis(javaDecode),
 	"znode.container.maxPerMinute":             javaDecode,
@@ -150,6 +155,8 @@ var zooDirect = []struct{ zk, key string }{
 	{"skipACL", "skip_acl"},
 	{"extendedTypesEnabled", "extended_types"},
 	{"reconfigEnabled", "reconfig_enabled"},
+	{"enforceQuota", "enforce_quota"},
+	{"audit.enable", "audit_enable"},
 	{"jute.maxbuffer", "max_buffer"},
 	{"DigestAuthenticationProvider.superDigest", "super_digest"},
 	{"java.security.auth.login.config", "sasl_jaas_config"},
@@ -288,11 +295,9 @@ var zooIgnored = map[string]struct {
 	"localSessionsEnabled":          {whyNoFeature, javaBool},
 	"localSessionsUpgradingEnabled": {whyNoFeature, javaBool},
 	"emulate353TTLNodes":            {whyNoFeature, nil},
-	"enforceQuota":                  {whyNoFeature, nil},
 	"enableEagerACLCheck":           {whyNoFeature, nil},
 	"readonlymode.enabled":          {whyNoFeature, nil},
-	"audit.enable":                  {whyNoFeature, nil},
-	"audit.impl.class":              {whyNoFeature, nil},
+	"audit.impl.class":              {"paddock writes its audit log itself, to server.audit_log_file", nil},
 
 	"ssl.quorum.context.supplier.class":          {"a Java class that supplies the SSLContext: paddock builds its TLS from the ssl.quorum.keyStore and trustStore keys", nil},
 	"ssl.quorum.crl":                             {whyRevocation, nil},

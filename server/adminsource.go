@@ -29,6 +29,7 @@ func (s *Server) Stats() admin.Stats {
 		PacketsReceived: s.received.Load(),
 		PacketsSent:     s.sent.Load(),
 		Limits:          s.limitStats(),
+		QuotaAudit:      s.quotaAuditStats(),
 	}
 	if s.rep != nil {
 		s.rep.fillStats(&st)

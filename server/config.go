@@ -83,6 +83,20 @@ type Config struct {
 	ExtendedTypes bool
 	// SkipACL disables all ACL checks (skipACL).
 	SkipACL bool
+	// EnforceQuota refuses a create or setData that would take a quota'd subtree past a
+	// hard quota (setquota -N/-B) with QuotaExceeded (zookeeper.enforceQuota; docs/quotas.md).
+	// Soft quotas are only logged. Every member of an ensemble must have the same value.
+	EnforceQuota bool
+	// AuditEnable writes the audit log (audit.enable; docs/quotas.md): a line per
+	// create, delete, setData, setAcl, multi and reconfig a client of this server made,
+	// and per ephemeral a session's close deleted.
+	AuditEnable bool
+	// AuditLogFile is the audit log's path; empty means audit.log in DataDir. It is
+	// appended to, and created readable by its owner only.
+	AuditLogFile string
+	// AuditQueue is how many audit lines may wait for the disk; past it lines are
+	// dropped and counted (mntr's audit_lines_dropped), never holding up writes.
+	AuditQueue int
 
 	// ContainerCheckInterval is how often empty containers and expired TTL nodes are looked
 	// for (znode.container.checkIntervalMs); ContainerMaxPerMinute caps deletions per minute
@@ -196,6 +210,7 @@ func DefaultConfig() Config {
 		PurgeInterval:          time.Hour,
 		ForceSync:              true,
 		ElectionTimeout:        time.Second,
+		AuditQueue:             4096,
 
 		QuorumHostnameVerification: true,
 	}
@@ -235,6 +250,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		bad("data_dir", `""`, "a directory is required")
+	}
+	if c.AuditQueue < 1 || c.AuditQueue > 1<<20 {
+		bad("audit_queue", c.AuditQueue, "must be in [1, 1048576] lines")
 	}
 	if c.ServerID < 1 || c.ServerID > 254 {
 		bad("server_id", c.ServerID, "must be in [1, 254]")

@@ -26,6 +26,7 @@ var errorCodes = []struct {
 	{datatree.ErrInvalidACL, wire.ErrInvalidACL},
 	{datatree.ErrSessionExpired, wire.ErrSessionExpired},
 	{datatree.ErrUnimplemented, wire.ErrUnimplemented},
+	{datatree.ErrQuotaExceeded, wire.ErrQuotaExceeded},
 	{txn.ErrRolledBack, wire.ErrRuntimeInconsistency},
 	{txn.ErrBadMulti, wire.ErrMarshallingError},
 	{wire.ErrShortBuffer, wire.ErrMarshallingError},

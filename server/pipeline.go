@@ -20,6 +20,9 @@ type proposal struct {
 	// done, if set, receives the result once applied (the handshake waits for its
 	// createSession this way). Buffered: the applier never blocks on it.
 	done chan txn.Result
+	// remote marks a txn another member proposed (an ensemble's, or one replayed from
+	// the log): its quota notes and audit lines are the proposer's to write.
+	remote bool
 }
 
 // propose queues a txn for the log. It blocks while MaxOutstanding proposals are in
@@ -117,6 +120,8 @@ func (s *Server) apply(p *proposal) {
 		s.fire(ev, p.txn.Zxid)
 	}
 	s.afterApplyLocked(p, &res)
+	s.noteQuota(p, &res)
+	s.auditApplied(p, &res)
 	if p.done != nil {
 		p.done <- res
 	}

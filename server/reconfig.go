@@ -197,6 +197,8 @@ func (r *replica) confChanged(ce *quorum.ConfEntry) {
 // /zookeeper/config.
 func (c *conn) reconfigure(r *request) bool {
 	return c.answerLater(r, func() (wire.Code, bool) {
-		return c.s.rep.reconfigure(c.ctx, r.rec.(*wire.ReconfigRequest), r.ids), true
+		code := c.s.rep.reconfigure(c.ctx, r.rec.(*wire.ReconfigRequest), r.ids)
+		c.s.auditReconfig(c, r, code)
+		return code, true
 	})
 }

@@ -310,6 +310,9 @@ func (r *replica) apply(e *quorum.Entry) {
 			r.undecodable.Add(1)
 			batch = []*proposal{undecodable()}
 		}
+		for _, p := range batch {
+			p.remote = true
+		}
 	}
 	for _, p := range batch {
 		s.lastZxid = nextZxid(s.lastZxid, e.Term)

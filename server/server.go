@@ -81,6 +81,8 @@ type Server struct {
 	room      chan struct{} // closed, and replaced, when outstanding falls below MaxOutstanding while read loops wait
 	throttled atomic.Int32  // read loops waiting for outstanding to fall below MaxOutstanding
 	limits    limitCounters
+	quota     quotaCounters // quota.go
+	audit     *auditLog     // nil unless AuditEnable (audit.go)
 }
 
 // limitCounters count what the bounds at the client port refused or waited for, since
@@ -117,7 +119,7 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 		saslUsers:    saslUsers,
 		cfg:          cfg,
 		logger:       logger,
-		txnOpts:      txn.Options{ExtendedTypes: cfg.ExtendedTypes, SkipACL: cfg.SkipACL},
+		txnOpts:      txn.Options{ExtendedTypes: cfg.ExtendedTypes, SkipACL: cfg.SkipACL, EnforceQuota: cfg.EnforceQuota},
 		tree:         datatree.New(),
 		watches:      watch.New[*conn](),
 		sessions:     session.NewTable(cfg.TickTime),
@@ -144,9 +146,13 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 func (s *Server) Start() (err error) {
 	defer func() {
 		if err != nil {
+			s.audit.auditServer(auditStart, auditFailure)
 			s.Close()
 		}
 	}()
+	if err = s.startAudit(); err != nil {
+		return err
+	}
 	if len(s.cfg.Ensemble) > 0 {
 		err = s.startReplica()
 	} else {
@@ -179,6 +185,7 @@ func (s *Server) Start() (err error) {
 	s.goroutine(s.expiryLoop)
 	s.goroutine(s.reapLoop)
 	s.goroutine(s.gcTuneLoop)
+	s.audit.auditServer(auditStart, auditSuccess)
 	s.logger.Info("serving", "client_addr", s.ln.Addr().String(), "zxid", hexID(zxid),
 		"sessions", s.sessions.Len(), "data_dir", s.cfg.DataDir)
 	return nil
@@ -280,6 +287,7 @@ func (s *Server) AdminAddr() net.Addr {
 func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
+		s.audit.auditServer(auditStop, auditInvoked) // before stopping, as ZooKeeper's shutdown hook
 		close(s.stopping)
 		if s.rep != nil {
 			s.rep.cancel() // ends proposals and reads waiting on Raft
@@ -300,6 +308,7 @@ func (s *Server) Close() error {
 		if s.wal != nil {
 			err = s.wal.Close()
 		}
+		s.audit.close()
 		s.logger.Info("stopped", "zxid", hexID(s.lastApplied.Load()))
 	})
 	return err

@@ -98,6 +98,7 @@ func newFixtureSource() *fakeSource {
 			Watches: 5, Connections: 3, Outstanding: 0, PacketsReceived: 18, PacketsSent: 17,
 			Limits: LimitStats{SessionlessExpired: 2, FramesRejected: 1, LargeResponsesRejected: 4,
 				ConnectionsDropped: 3, ThrottleWaits: 7, ConnThrottleWaits: 5, QueuedBytes: 4096},
+			QuotaAudit: QuotaAuditStats{QuotaRefused: 2, QuotaExceeded: 6, AuditEnabled: true, AuditWritten: 11, AuditDropped: 1},
 		},
 		conns: []Connection{
 			{ // listed out of order on purpose: output is sorted by Established

@@ -111,6 +111,7 @@ type statsCollector struct {
 	sessionlessExpired, framesRejected, largeResponses      *prometheus.Desc
 	connsDropped, throttleWaits, connThrottleWaits, queued  *prometheus.Desc
 	peerRefused                                             *prometheus.Desc
+	quotaAudit                                              *prometheus.Desc
 }
 
 func newStatsCollector(a *Admin) *statsCollector {
@@ -138,6 +139,7 @@ func newStatsCollector(a *Admin) *statsCollector {
 		throttleWaits:      d("request_throttle_waits_total", "Times a connection stopped reading because the server had its limit of requests outstanding."),
 		connThrottleWaits:  d("connection_throttle_waits_total", "Times a connection stopped reading because it had its own limit of requests outstanding."),
 		queued:             d("queued_bytes", "Bytes of replies and notifications queued for clients and not yet written."),
+		quotaAudit:         d("quota_audit_total", "Quota refusals (quota_refused), quota limits passed without a refusal (quota_exceeded), audit lines written (audit_written) and lost (audit_dropped).", "event"),
 		peerRefused: d("peer_refused_total", "What an ensemble member refused of the other members' input, by kind: "+
 			"connections, frames, raft messages, proposals, notes; and committed entries skipped or undecodable.", "kind"),
 	}
@@ -147,7 +149,7 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.info, c.znodes, c.dataSize, c.ephemerals, c.watches,
 		c.sessions, c.connections, c.outstanding, c.received, c.sent, c.fsyncSlowDesc,
 		c.sessionlessExpired, c.framesRejected, c.largeResponses, c.connsDropped, c.throttleWaits,
-		c.connThrottleWaits, c.queued, c.peerRefused} {
+		c.connThrottleWaits, c.queued, c.peerRefused, c.quotaAudit} {
 		ch <- d
 	}
 }
@@ -179,6 +181,11 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	count(c.throttleWaits, l.ThrottleWaits)
 	count(c.connThrottleWaits, l.ConnThrottleWaits)
 	gauge(c.queued, l.QueuedBytes)
+	qa := &st.QuotaAudit
+	for event, v := range map[string]int64{"quota_refused": qa.QuotaRefused, "quota_exceeded": qa.QuotaExceeded,
+		"audit_written": qa.AuditWritten, "audit_dropped": qa.AuditDropped} {
+		ch <- prometheus.MustNewConstMetric(c.quotaAudit, prometheus.CounterValue, float64(v), event)
+	}
 	if q := st.Quorum; q != nil {
 		r := q.Refused
 		for kind, v := range map[string]int64{"connection": r.Connections, "frame": r.Frames, "message": r.Messages,

@@ -76,6 +76,8 @@ type Stats struct {
 	Quorum *QuorumStats
 	// Limits counts what the bounds at the client port refused, dropped or waited for.
 	Limits LimitStats
+	// QuotaAudit counts quota refusals and audit lines (quotaaudit.go).
+	QuotaAudit QuotaAuditStats
 }
 
 // LimitStats are the counters of the bounds at the client port (docs/limits.md), since

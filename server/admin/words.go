@@ -247,7 +247,7 @@ func (a *Admin) monitor() object {
 	o = a.read.appendSummary(o, "readlatency")
 	o = a.update.appendSummary(o, "updatelatency")
 	o = a.fsync.appendSummary(o, "fsynctime")
-	return appendLimits(o, &st.Limits)
+	return appendQuotaAudit(appendLimits(o, &st.Limits), &st.QuotaAudit)
 }
 
 // appendLimits adds the counters of the bounds at the client port, under ZooKeeper's

@@ -310,5 +310,6 @@ func (l *Loader) Tree() (*Tree, error) {
 	case l.t.Get(RootPath) == nil:
 		return nil, fmt.Errorf("%w: no root", ErrBadSnapshot)
 	}
+	l.t.loadQuotas()
 	return l.t, nil
 }

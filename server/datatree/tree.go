@@ -80,7 +80,8 @@ type Tree struct {
 	ttls       map[string]struct{}
 	sessions   map[int64]*Session
 	acls       *aclCache
-	dataSize   int64 // sum of path and data lengths, ZooKeeper's approximate data size
+	quotas     map[string]struct{} // the quota'd paths: those with a limits node (quota.go)
+	dataSize   int64               // sum of path and data lengths, ZooKeeper's approximate data size
 	lastZxid   int64
 
 	// hot is the node put last, which Get returns without walking the index: most
@@ -101,6 +102,7 @@ func newTree() *Tree {
 		ttls:       make(map[string]struct{}),
 		sessions:   make(map[int64]*Session),
 		acls:       newACLCache(),
+		quotas:     make(map[string]struct{}),
 	}
 }
 
@@ -298,6 +300,7 @@ func (t *Tree) CreateChild(parent *Node, path string, data []byte, acl []wire.AC
 	p.numChildren++
 	p.Pzxid = zxid
 	t.replace(parent, &p)
+	t.quotaCreated(n)
 	return n, true
 }
 
@@ -315,6 +318,7 @@ func (t *Tree) Delete(path string, zxid int64) {
 	p.numChildren--
 	p.Pzxid = max(p.Pzxid, zxid)
 	t.replace(parent, &p)
+	t.quotaDeleted(n)
 }
 
 // SetData replaces a node's data, advances its version, and returns the new node.
@@ -328,6 +332,7 @@ func (t *Tree) SetData(path string, data []byte, zxid, time int64) *Node {
 	if t.recording {
 		t.record(func() { t.dataSize -= int64(len(data) - len(old.Data)) })
 	}
+	t.quotaDataChanged(path, int64(len(data)-len(old.Data)))
 	return &n
 }
 

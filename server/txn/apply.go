@@ -19,6 +19,10 @@ var ErrBadMulti = errors.New("txn: op not allowed in multi")
 type Options struct {
 	ExtendedTypes bool // TTL nodes allowed (extendedTypesEnabled)
 	SkipACL       bool // no ACL checks (skipACL)
+	// EnforceQuota refuses creates and setData that pass a hard quota with
+	// QuotaExceeded (zookeeper.enforceQuota). The check is made here, at apply, against
+	// the tree every member holds, so every member reaches the same outcome.
+	EnforceQuota bool
 }
 
 // Event is a change that may fire watches: the node's path and the ACL that decides who
@@ -45,6 +49,9 @@ type Result struct {
 	Multi  []OpResult // one per op, for OpMulti; Err stays nil and failure is per op
 	Failed bool       // a multi whose ops were rolled back
 	Events []Event    // the changes, in order, for the watch registry; empty on failure
+	// Quota lists the quota limits the txn's writes passed or would have passed (soft
+	// ones, and hard ones where not enforced or refused), for the server to log.
+	Quota []datatree.QuotaViolation
 }
 
 type applier struct {
@@ -53,6 +60,7 @@ type applier struct {
 	opt    Options
 	events []Event
 	inline [2]Event // events' first backing array: a create or delete fires two
+	quota  []datatree.QuotaViolation
 }
 
 // Apply applies x to t and returns the outcome. It never panics on a txn's content: a txn
@@ -85,6 +93,7 @@ func Apply(t *datatree.Tree, x *Txn, opt Options) Result {
 	if res.Err == nil && !res.Failed {
 		res.Events = a.events
 	}
+	res.Quota = a.quota
 	return res
 }
 
@@ -124,6 +133,28 @@ func (a *applier) nodeFor(path string) (*datatree.Node, error) {
 		return nil, datatree.ErrNoNode
 	}
 	return n, nil
+}
+
+// checkQuota checks a write that adds countDiff nodes and bytesDiff bytes under path
+// against the quota covering path (ZooKeeperServer.checkQuota). It notes every limit
+// passed, and refuses the write if one is hard and quotas are enforced.
+func (a *applier) checkQuota(path string, bytesDiff, countDiff int64) error {
+	return a.noteQuota(a.tree.CheckQuota(path, bytesDiff, countDiff))
+}
+
+// noteQuota notes the limits vs passed and refuses the write if one is hard and quotas
+// are enforced.
+func (a *applier) noteQuota(vs []datatree.QuotaViolation) error {
+	if len(vs) == 0 {
+		return nil
+	}
+	a.quota = append(a.quota, vs...)
+	for _, v := range vs {
+		if v.Hard && a.opt.EnforceQuota {
+			return fmt.Errorf("%w: %s %s would be %d, hard limit %d", datatree.ErrQuotaExceeded, v.Quota, v.Kind, v.Value, v.Limit)
+		}
+	}
+	return nil
 }
 
 func checkVersion(current, expected int32) error {

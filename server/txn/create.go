@@ -91,6 +91,9 @@ func (a *applier) create(op wire.Op, r *wire.CreateRequest, ttl int64) OpResult 
 		res.Err = datatree.ErrNoChildrenForEphemerals
 		return res
 	}
+	if res.Err = a.checkCreateQuota(path, r.Data); res.Err != nil {
+		return res
+	}
 	var owner int64
 	switch {
 	case mode.ephemeral:
@@ -124,4 +127,15 @@ func (a *applier) checkTTL(mode createMode, ttl int64) error {
 		return fmt.Errorf("%w: ttl given for a non-TTL create", datatree.ErrBadArguments)
 	}
 	return nil
+}
+
+// checkCreateQuota checks a create's quota after its other checks, as ZooKeeper does:
+// a node that exists is NodeExists, never QuotaExceeded. The existence check is made
+// only under a quota; elsewhere CreateChild finds it.
+func (a *applier) checkCreateQuota(path string, data []byte) error {
+	vs := a.tree.CheckQuota(path, int64(len(data)), 1)
+	if len(vs) > 0 && a.tree.Get(path) != nil {
+		return datatree.ErrNodeExists
+	}
+	return a.noteQuota(vs)
 }

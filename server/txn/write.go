@@ -58,6 +58,9 @@ func (a *applier) setData(r *wire.SetDataRequest) (wire.Stat, error) {
 	if !a.allowed(n.ACL(), wire.PermWrite) {
 		return wire.Stat{}, datatree.ErrNoAuth
 	}
+	if err := a.checkQuota(r.Path, int64(len(r.Data)-len(n.Data)), 0); err != nil {
+		return wire.Stat{}, err
+	}
 	if err := checkVersion(n.Version, r.Version); err != nil {
 		return wire.Stat{}, err
 	}
