@@ -148,7 +148,7 @@ func (l *loader) load(s *section, cfg any) error {
 	rv := reflect.ValueOf(cfg).Elem()
 	for _, f := range s.fields {
 		full := s.name + "." + f.key
-		l.v.SetDefault(full, rv.Field(f.index).Interface())
+		l.v.SetDefault(full, rv.FieldByIndex(f.index).Interface())
 		_ = l.v.BindEnv(full, s.envName(f.key)) // fails only without a key
 		if fl := l.flag(f.key); fl != nil {
 			_ = l.v.BindPFlag(full, fl) // fails only for a nil flag
@@ -158,7 +158,7 @@ func (l *loader) load(s *section, cfg any) error {
 	for _, f := range s.fields {
 		full := s.name + "." + f.key
 		raw := l.v.Get(full)
-		if err := decode(rv.Field(f.index), raw); err != nil {
+		if err := decode(rv.FieldByIndex(f.index), raw); err != nil {
 			value := show(raw)
 			if f.secret {
 				value = "(hidden)"

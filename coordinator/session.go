@@ -92,6 +92,9 @@ type Config struct {
 	// TLS, if set, secures every connection (on top of Dialer's): the servers' client
 	// port must be a secure one (secureClientPort). TLSFiles.Config makes one.
 	TLS *tls.Config
+	// Policy, if set, gives each node the Session and its recipes create its ACL
+	// (ACLFor); nil leaves them open to all (world:anyone, all permissions).
+	Policy *Policy
 }
 
 // DefaultConfig returns a Config for a server on localhost:2181 with a 15 s session.
@@ -229,8 +232,18 @@ func (e *ConnectError) Unwrap() error { return e.Err }
 // stays the same across reconnections and new sessions.
 func (s *Session) Conn() *zk.Conn { return s.conn }
 
-// ACL returns the ACL the recipes give the nodes they create: open to all.
-func (s *Session) ACL() []zk.ACL { return s.acl }
+// ACL returns the ACL of nodes created without a path in mind: the Policy's for "/",
+// or open to all without one. Prefer ACLFor.
+func (s *Session) ACL() []zk.ACL { return s.ACLFor("/") }
+
+// ACLFor returns the ACL to create the node at path with: the Config's Policy's, or
+// open to all without one.
+func (s *Session) ACLFor(path string) []zk.ACL {
+	if s.cfg.Policy != nil {
+		return s.cfg.Policy.ACL(path)
+	}
+	return s.acl
+}
 
 // Logger returns the Session's logger, for the recipes.
 func (s *Session) Logger() *slog.Logger { return s.logger }

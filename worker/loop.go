@@ -174,7 +174,7 @@ func (l *loop) listFailed(err error) {
 	}
 	l.logger.Warn("cannot list assignments", "dir", l.dir, "err", err)
 	if errors.Is(err, zk.ErrNoNode) {
-		if _, err := l.conn.Create(l.dir, nil, 0, l.sess.ACL()); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if _, err := l.conn.Create(l.dir, nil, 0, l.sess.ACLFor(l.dir)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			l.logger.Warn("cannot create assignment directory", "dir", l.dir, "err", err)
 		}
 	}
