@@ -32,6 +32,9 @@ type Access struct {
 	// service creates get the ACLs docs/security.md lists for them. Empty: nodes are
 	// open to all (world:anyone), as before paddock had roles.
 	Roles []string `config:"roles"`
+	// RolesFile names a file of "role=scheme:id" lines, added to Roles (paddock up
+	// writes one: <data-dir>/credentials/roles).
+	RolesFile string `config:"roles_file"`
 }
 
 // Check reports what is wrong with a, as "key = value: what is allowed", never
@@ -56,16 +59,11 @@ func (a Access) Check() []error {
 func (a Access) Auths() ([]Auth, error) {
 	lines := a.Auth
 	if a.AuthFile != "" {
-		data, err := os.ReadFile(a.AuthFile)
+		more, err := readLines(a.AuthFile)
 		if err != nil {
 			return nil, fmt.Errorf("auth_file = %s: %w", a.AuthFile, err)
 		}
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		for sc.Scan() {
-			if line := string(bytes.TrimSpace(sc.Bytes())); line != "" && line[0] != '#' {
-				lines = append(lines, line)
-			}
-		}
+		lines = append(lines[:len(lines):len(lines)], more...)
 	}
 	auths := make([]Auth, 0, len(lines))
 	for i, l := range lines {
@@ -81,10 +79,18 @@ func (a Access) Auths() ([]Auth, error) {
 // Policy returns the ACL policy of rules over the roles, or nil when no roles are
 // given (nodes open to all).
 func (a Access) Policy(rules ...[]Rule) (*Policy, error) {
-	if len(a.Roles) == 0 {
+	entries := a.Roles
+	if a.RolesFile != "" {
+		lines, err := readLines(a.RolesFile)
+		if err != nil {
+			return nil, fmt.Errorf("roles_file = %s: %w", a.RolesFile, err)
+		}
+		entries = append(entries[:len(entries):len(entries)], lines...)
+	}
+	if len(entries) == 0 {
 		return nil, nil
 	}
-	roles, err := ParseRoles(a.Roles)
+	roles, err := ParseRoles(entries)
 	if err != nil {
 		return nil, err
 	}
@@ -107,4 +113,21 @@ func (a Access) Config(servers []string, sessionTimeout time.Duration, logger *s
 	c.Policy, err = a.Policy(rules...)
 	errs = append(errs, err)
 	return c, errors.Join(errs...)
+}
+
+// readLines returns the lines of the file at path that are neither blank nor comments
+// (#), trimmed.
+func readLines(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		if line := string(bytes.TrimSpace(sc.Bytes())); line != "" && line[0] != '#' {
+			lines = append(lines, line)
+		}
+	}
+	return lines, sc.Err()
 }

@@ -33,7 +33,7 @@ func (l Layout) ACLRules() []coordinator.Rule {
 		{Pattern: l.join("tasks", "*"), Grants: g(coordinator.Grant{Role: s, Perms: cr}, coordinator.Grant{Role: m, Perms: cr}, coordinator.Grant{Role: w, Perms: cr})},
 		{Pattern: l.join("tasks", "*", "*"), Grants: g(coordinator.Grant{Role: s, Perms: r}, coordinator.Grant{Role: m, Perms: r}, coordinator.Grant{Role: w, Perms: r})},
 		{Pattern: l.Master(), Grants: g(coordinator.Grant{Role: m, Perms: all}, coordinator.Grant{Role: w, Perms: r}, coordinator.Grant{Role: s, Perms: r})},
-		{Pattern: l.Workers(), Grants: g(coordinator.Grant{Role: w, Perms: cr}, coordinator.Grant{Role: m, Perms: cr})},
+		{Pattern: l.Workers(), Grants: g(coordinator.Grant{Role: w, Perms: cr}, coordinator.Grant{Role: m, Perms: cr}, coordinator.Grant{Role: s, Perms: r})},
 		{Pattern: l.join("workers", "*"), Grants: g(coordinator.Grant{Role: w, Perms: all}, coordinator.Grant{Role: m, Perms: r}, coordinator.Grant{Role: s, Perms: r})},
 		{Pattern: l.Assign(), Grants: g(coordinator.Grant{Role: m, Perms: crdw}, coordinator.Grant{Role: w, Perms: cr}, coordinator.Grant{Role: s, Perms: r})},
 		{Pattern: l.join("assign", "*"), Grants: g(coordinator.Grant{Role: m, Perms: crd}, coordinator.Grant{Role: w, Perms: crd}, coordinator.Grant{Role: s, Perms: r})},

@@ -51,6 +51,7 @@ func addAccessFlags(pf *pflag.FlagSet, a *coordinator.Access) {
 	pf.StringVar(&a.TLSCert, "tls-cert", "", "PEM `file` of the client certificate (TLS, x509 scheme)")
 	pf.StringVar(&a.TLSKey, "tls-key", "", "PEM `file` of the client certificate's key")
 	pf.StringArrayVar(&a.Roles, "roles", nil, "the platform's identities, `role=scheme:id` (repeatable): the nodes created get the role ACLs of docs/security.md")
+	pf.StringVar(&a.RolesFile, "roles-file", "", "`file` of role=scheme:id lines, as --roles (paddock up writes <data-dir>/credentials/roles)")
 }
 
 // platformRules returns the ACL rules of every service's nodes under root, and of the
@@ -71,4 +72,5 @@ func addServiceAccessFlags(f *pflag.FlagSet) {
 	f.String("tls-cert", "", "PEM `file` of the client certificate (TLS, x509 scheme)")
 	f.String("tls-key", "", "PEM `file` of the client certificate's key")
 	f.StringArray("roles", nil, "the platform's identities, `role=scheme:id` (repeatable): the nodes created get the role ACLs of docs/security.md")
+	f.String("roles-file", "", "`file` of role=scheme:id lines, as --roles")
 }
