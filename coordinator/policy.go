@@ -177,3 +177,28 @@ func OpenToWorld(acl []zk.ACL) bool {
 	}
 	return false
 }
+
+// CheckTrusted reports an entry of acl that lets an identity holding no role (the world,
+// an ip, an unknown user) change the node or its ACL: a node so made is not the
+// platform's word, whoever created it. acl must be read with the ADMIN permission: a
+// digest id the server masked ("user:x") matches no role.
+func (p *Policy) CheckTrusted(acl []zk.ACL) error {
+	for _, a := range acl {
+		if a.Perms&(zk.PermWrite|zk.PermAdmin) == 0 {
+			continue
+		}
+		if !p.holdsRole(ID{Scheme: a.Scheme, ID: a.ID}) {
+			return fmt.Errorf("coordinator: acl lets %s:%s, which holds no role, change the node", a.Scheme, a.ID)
+		}
+	}
+	return nil
+}
+
+func (p *Policy) holdsRole(id ID) bool {
+	for _, ids := range p.roles {
+		if slices.Contains(ids, id) {
+			return true
+		}
+	}
+	return false
+}

@@ -236,6 +236,9 @@ func (s *Session) Conn() *zk.Conn { return s.conn }
 // or open to all without one. Prefer ACLFor.
 func (s *Session) ACL() []zk.ACL { return s.ACLFor("/") }
 
+// Policy returns the Config's ACL policy, nil if none.
+func (s *Session) Policy() *Policy { return s.cfg.Policy }
+
 // ACLFor returns the ACL to create the node at path with: the Config's Policy's, or
 // open to all without one.
 func (s *Session) ACLFor(path string) []zk.ACL {

@@ -66,18 +66,9 @@ paddock server does; the services connect to it.`,
 }
 
 func runUp(cmd *cobra.Command, _ []string) error {
-	file, _ := cmd.Flags().GetString("config")
-	cfg, err := configs.LoadServer(configs.Options{File: file, Flags: cmd.Flags()})
+	cfg, err := loadUpServer(cmd)
 	if err != nil {
 		return err
-	}
-	if port, _ := cmd.Flags().GetInt("client-port"); port != 0 {
-		cfg.ClientAddr = fmt.Sprintf("127.0.0.1:%d", port)
-	}
-	if cfg.ClientAddr == server.DefaultConfig().ClientAddr && !cmd.Flags().Changed("client-addr") {
-		// paddock server's default is every interface; the one-process platform is a
-		// local one unless the client address is given.
-		cfg.ClientAddr = upClientAddr
 	}
 	// The platform's log goes to stderr and to data/paddock.log, the demo source the
 	// log collector collects.
@@ -146,6 +137,25 @@ func runUp(cmd *cobra.Command, _ []string) error {
 		all = append(all, err)
 	}
 	return errors.Join(append(all, srv.Close())...)
+}
+
+// loadUpServer returns the server's configuration under paddock up: paddock server's,
+// with the client port on 127.0.0.1 unless one is given.
+func loadUpServer(cmd *cobra.Command) (server.Config, error) {
+	file, _ := cmd.Flags().GetString("config")
+	cfg, err := configs.LoadServer(configs.Options{File: file, Flags: cmd.Flags()})
+	if err != nil {
+		return cfg, err
+	}
+	if port, _ := cmd.Flags().GetInt("client-port"); port != 0 {
+		cfg.ClientAddr = fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	if cfg.ClientAddr == server.DefaultConfig().ClientAddr && !cmd.Flags().Changed("client-addr") {
+		// paddock server's default is every interface; the one-process platform is a
+		// local one unless the client address is given.
+		cfg.ClientAddr = upClientAddr
+	}
+	return cfg, nil
 }
 
 // upService is a service run by paddock up.

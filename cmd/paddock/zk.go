@@ -188,6 +188,11 @@ func (z *zkCLI) connect(ctx context.Context, cmd *cobra.Command) (*zkClient, err
 		}
 	}
 	cfg.SessionTimeout = z.sessionTimeout
+	for i, a := range z.access.Auth {
+		if _, err := coordinator.ParseAuth(a); err != nil {
+			return nil, usageError("--auth #%d: want scheme:credentials, as in digest:user:password (the value is not shown)", i+1)
+		}
+	}
 	if errs := z.access.Check(); len(errs) > 0 {
 		return nil, usageError("%w", errors.Join(errs...))
 	}

@@ -154,7 +154,7 @@ func TestUp(t *testing.T) {
 	}, "two workers register")
 	id := c.submit(task.Spec{Command: "sh", Args: []string{"-c", "echo up"}})
 	if tk := c.waitAll([]string{id}, 30*time.Second)[id]; tk.State != task.Done || tk.Status.OutputTail != "up\n" {
-		t.Fatalf("%s: %s, output %q", id, tk.State, tk.Status.OutputTail)
+		t.Fatalf("%s: %s, output %q, error %q", id, tk.State, tk.Status.OutputTail, tk.Status.Error)
 	}
 	upAttacks(t, addr, filepath.Join(dir, "data"), up)
 	// The log collector ships the platform's own log, the demo source.

@@ -78,6 +78,24 @@ func upAttacks(t *testing.T, addr, dataDir string, up *testutil.Child) {
 		t.Errorf("worker's create under /tasks: %v, want %v", err, zk.ErrNoAuth)
 	}
 
+	// A submitter that makes its task writable by all gets it refused by the worker:
+	// anyone could have changed the command.
+	sub := upSession(t, up, addr, dataDir, coordinator.RoleSubmitter)
+	marker := filepath.Join(t.TempDir(), "ran")
+	p, err := sub.Conn().Create(l.Task("task-"), []byte(`{"command":"touch","args":["`+marker+`"]}`), zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tk, err := task.NewClient(sub, l).Wait(ctx, filepath.Base(p))
+	if err != nil || tk.State != task.Failed || !strings.Contains(tk.Status.Error, "not protected") {
+		t.Errorf("a task open to all: %v, %+v, want failed, not protected", err, tk)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("a task open to all ran")
+	}
+
 	// A replication task's definition, with a password in its DSNs, made by the console.
 	console := upSession(t, up, addr, dataDir, coordinator.RoleConsole)
 	rl, _ := replicator.NewLayout("/")
@@ -186,7 +204,7 @@ func TestUpMigratesOpenACLs(t *testing.T) {
 	c := &cluster{t: t, addr: addr, layout: l, s: s, client: task.NewClient(s, l)}
 	id = filepath.Base(id)
 	if tk := c.waitAll([]string{id}, 30*time.Second)[id]; tk.State != task.Done || tk.Status.OutputTail != "old\n" {
-		t.Fatalf("%s: %s, output %q", id, tk.State, tk.Status.OutputTail)
+		t.Fatalf("%s: %s, output %q, error %q", id, tk.State, tk.Status.OutputTail, tk.Status.Error)
 	}
 	anon = anonymous(t, addr)
 	admin := upSession(t, up, addr, data, coordinator.RoleAdmin)
