@@ -48,8 +48,8 @@ func TestPolicyACL(t *testing.T) {
 		path string
 		want []zk.ACL
 	}{
-		{"/tasks", []zk.ACL{acl(zk.PermAll, "digest", "admin:A="), acl(zk.PermCreate | zk.PermRead, "digest", "sub:S="),
-			acl(zk.PermCreate | zk.PermRead, "x509", "CN=ci"), acl(zk.PermRead, "digest", "worker:W=")}},
+		{"/tasks", []zk.ACL{acl(zk.PermAll, "digest", "admin:A="), acl(zk.PermCreate|zk.PermRead, "digest", "sub:S="),
+			acl(zk.PermCreate|zk.PermRead, "x509", "CN=ci"), acl(zk.PermRead, "digest", "worker:W=")}},
 		{"/tasks/t1/status", []zk.ACL{acl(zk.PermAll, "digest", "admin:A="), acl(zk.PermRead, "digest", "worker:W=")}},
 		// No rule: every role's identities, all permissions; worker:W= once.
 		{"/tasks/t1", []zk.ACL{acl(zk.PermAll, "digest", "admin:A="), acl(zk.PermAll, "digest", "worker:W="),
