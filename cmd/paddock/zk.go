@@ -110,7 +110,7 @@ lock the exit status of the command it ran.`,
 		return z.finish(c, &exitError{code: 2, err: err, usage: true})
 	})
 	cmd.AddCommand(z.lsCmd(), z.getCmd(), z.statCmd(), z.setCmd(), z.createCmd(), z.deleteCmd(),
-		z.deleteAllCmd(), z.watchCmd(), z.lockCmd())
+		z.deleteAllCmd(), z.watchCmd(), z.lockCmd(), z.migrateACLsCmd())
 	return cmd
 }
 
