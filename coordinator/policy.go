@@ -113,8 +113,8 @@ func splitPath(p string) []string {
 
 // Policy decides the ACL of each node a Session creates: the first rule whose pattern
 // matches the path; a path no rule matches gets every role's identities with all
-// permissions (authenticated members of the platform, not the world). The admin role
-// has all permissions on every node. A Policy is immutable and safe for concurrent use.
+// permissions but ADMIN (authenticated members of the platform, not the world). The
+// admin role has all permissions on every node. A Policy is immutable and safe for concurrent use.
 type Policy struct {
 	roles Roles
 	rules []Rule
@@ -140,7 +140,7 @@ func (p *Policy) ACL(path string) []zk.ACL {
 func (p *Policy) fallback() []Grant {
 	g := make([]Grant, 0, len(KnownRoles))
 	for _, r := range KnownRoles {
-		g = append(g, Grant{r, zk.PermAll})
+		g = append(g, Grant{r, zk.PermAll &^ zk.PermAdmin})
 	}
 	return g
 }

@@ -51,9 +51,9 @@ func TestPolicyACL(t *testing.T) {
 		{"/tasks", []zk.ACL{acl(zk.PermAll, "digest", "admin:A="), acl(zk.PermCreate|zk.PermRead, "digest", "sub:S="),
 			acl(zk.PermCreate|zk.PermRead, "x509", "CN=ci"), acl(zk.PermRead, "digest", "worker:W=")}},
 		{"/tasks/t1/status", []zk.ACL{acl(zk.PermAll, "digest", "admin:A="), acl(zk.PermRead, "digest", "worker:W=")}},
-		// No rule: every role's identities, all permissions; worker:W= once.
-		{"/tasks/t1", []zk.ACL{acl(zk.PermAll, "digest", "admin:A="), acl(zk.PermAll, "digest", "worker:W="),
-			acl(zk.PermAll, "digest", "sub:S="), acl(zk.PermAll, "x509", "CN=ci")}},
+		// No rule: every role's identities, all permissions but ADMIN; worker:W= once.
+		{"/tasks/t1", []zk.ACL{acl(zk.PermAll, "digest", "admin:A="), acl(cdrw, "digest", "worker:W="),
+			acl(cdrw, "digest", "sub:S="), acl(cdrw, "x509", "CN=ci")}},
 		// A rule whose roles have no identities: the admin alone.
 		{"/logs/sources/a", []zk.ACL{acl(zk.PermAll, "digest", "admin:A=")}},
 	}
@@ -125,5 +125,7 @@ func TestOpenToWorld(t *testing.T) {
 		t.Fatal("OpenToWorld")
 	}
 }
+
+const cdrw = zk.PermAll &^ zk.PermAdmin
 
 func acl(perms int32, scheme, id string) zk.ACL { return zk.ACL{Perms: perms, Scheme: scheme, ID: id} }
