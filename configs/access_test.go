@@ -20,6 +20,8 @@ master:
   roles: ["master=digest:master:Hk3=", "worker=x509:CN=worker"]
 worker:
   id: w1
+  tls_cert: /etc/paddock/worker.pem
+  tls_key: /etc/paddock/worker.key
   roles_file: /etc/paddock/roles
 replicator:
   mode: cold

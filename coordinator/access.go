@@ -52,6 +52,10 @@ func (a Access) Check() []error {
 	if _, err := ParseRoles(a.Roles); err != nil {
 		errs = append(errs, err)
 	}
+	if (len(a.Roles) > 0 || a.RolesFile != "") && len(a.Auth) == 0 && a.AuthFile == "" && a.TLSCert == "" {
+		// Its nodes would be made for the roles and not for it: it could not use them.
+		errs = append(errs, errors.New("roles given without an identity: set auth, auth_file or tls_cert"))
+	}
 	return errs
 }
 

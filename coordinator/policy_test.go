@@ -115,6 +115,9 @@ func TestAccessFiles(t *testing.T) {
 	if len(errs) != 2 || strings.Contains(errs[0].Error(), "s3cret") {
 		t.Errorf("Check: %v", errs)
 	}
+	if errs := (Access{RolesFile: roles}).Check(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "without an identity") {
+		t.Errorf("roles without an identity: %v", errs)
+	}
 	if _, err := (Access{AuthFile: filepath.Join(dir, "missing")}).Auths(); err == nil || !strings.Contains(err.Error(), "auth_file") {
 		t.Errorf("missing auth file: %v", err)
 	}

@@ -32,6 +32,7 @@ func TestZKMigrateACLs(t *testing.T) {
 	if code, _, stderr := runZK(t, addr, "migrate-acls", "/tasks"); code != 2 || !strings.Contains(stderr, "--roles") {
 		t.Errorf("without roles: exit %d, %q", code, stderr)
 	}
+	roles = append(roles, "--auth", "digest:admin:pw")
 	code, stdout, stderr := runZK(t, addr, append(roles, "migrate-acls", "/tasks")...)
 	if code != 0 || !strings.Contains(stdout, "3 nodes") {
 		t.Fatalf("migrate-acls: exit %d, %q, %q", code, stdout, stderr)
@@ -39,7 +40,7 @@ func TestZKMigrateACLs(t *testing.T) {
 	if _, err := conn.Create("/tasks/task-", nil, zk.FlagSequence, open); !errors.Is(err, zk.ErrNoAuth) {
 		t.Errorf("unauthenticated create under migrated /tasks: %v, want %v", err, zk.ErrNoAuth)
 	}
-	code, stdout, stderr = runZK(t, addr, append(roles, "--auth", "digest:admin:pw", "migrate-acls", "/tasks")...)
+	code, stdout, stderr = runZK(t, addr, append(roles, "migrate-acls", "/tasks")...)
 	if code != 0 || !strings.Contains(stdout, "0 nodes") {
 		t.Errorf("second migrate-acls: exit %d, %q, %q", code, stdout, stderr)
 	}
