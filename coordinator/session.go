@@ -71,7 +71,8 @@ type Auth struct {
 func ParseAuth(s string) (Auth, error) {
 	scheme, cred, ok := strings.Cut(s, ":")
 	if !ok || scheme == "" || cred == "" {
-		return Auth{}, fmt.Errorf("coordinator: auth %q: want scheme:credentials, as in digest:user:password", s)
+		// The value is not shown: it may be a password.
+		return Auth{}, errors.New("coordinator: auth: want scheme:credentials, as in digest:user:password")
 	}
 	return Auth{Scheme: scheme, Credentials: cred}, nil
 }
