@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+
+	"github.com/paddock/paddock/server"
 )
 
 // Options say where configuration comes from; see the package doc for the precedence.
@@ -28,6 +30,9 @@ type Options struct {
 	Flags *pflag.FlagSet
 	// Logger receives warnings; nil discards them.
 	Logger *slog.Logger
+	// ServerDefaults, if set, replaces server.DefaultConfig() as the server section's
+	// defaults (paddock up's loopback client address).
+	ServerDefaults *server.Config
 }
 
 func (o *Options) logger() *slog.Logger {

@@ -54,7 +54,7 @@ paddock server does; the services connect to it.`,
 	def := server.DefaultConfig()
 	f := cmd.Flags()
 	f.String("config", "", "YAML configuration `file` (its server section)")
-	f.String("client-addr", def.ClientAddr, "`host:port` clients connect to (paddock up: 127.0.0.1:2181 unless set)")
+	f.String("client-addr", upClientAddr, "`host:port` clients connect to (0.0.0.0:2181 or :2181 for every interface)")
 	f.String("data-dir", def.DataDir, "`directory` for the server's data and the workers' task output")
 	f.String("admin-addr", def.AdminAddr, "`host:port` of the admin HTTP server; empty disables it")
 	f.Int("workers", 2, "workers to run")
@@ -143,17 +143,16 @@ func runUp(cmd *cobra.Command, _ []string) error {
 // with the client port on 127.0.0.1 unless one is given.
 func loadUpServer(cmd *cobra.Command) (server.Config, error) {
 	file, _ := cmd.Flags().GetString("config")
-	cfg, err := configs.LoadServer(configs.Options{File: file, Flags: cmd.Flags()})
+	// paddock server's default is every interface; the one-process platform is a local
+	// one unless the client address is given.
+	def := server.DefaultConfig()
+	def.ClientAddr = upClientAddr
+	cfg, err := configs.LoadServer(configs.Options{File: file, Flags: cmd.Flags(), ServerDefaults: &def})
 	if err != nil {
 		return cfg, err
 	}
 	if port, _ := cmd.Flags().GetInt("client-port"); port != 0 {
 		cfg.ClientAddr = fmt.Sprintf("127.0.0.1:%d", port)
-	}
-	if cfg.ClientAddr == server.DefaultConfig().ClientAddr && !cmd.Flags().Changed("client-addr") {
-		// paddock server's default is every interface; the one-process platform is a
-		// local one unless the client address is given.
-		cfg.ClientAddr = upClientAddr
 	}
 	return cfg, nil
 }

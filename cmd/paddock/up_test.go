@@ -14,6 +14,10 @@ import (
 func TestUpListensOnLoopback(t *testing.T) {
 	t.Setenv("PADDOCK_SERVER_CLIENT_ADDR", "") // not from the environment
 	os.Unsetenv("PADDOCK_SERVER_CLIENT_ADDR")
+	file := filepath.Join(t.TempDir(), "paddock.yaml")
+	if err := os.WriteFile(file, []byte("server:\n  client_addr: \":3181\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args []string
 		want string
@@ -21,6 +25,8 @@ func TestUpListensOnLoopback(t *testing.T) {
 		{nil, "127.0.0.1:2181"},
 		{[]string{"--client-port", "3181"}, "127.0.0.1:3181"},
 		{[]string{"--client-addr", "0.0.0.0:2181"}, "0.0.0.0:2181"},
+		{[]string{"--client-addr", ":2181"}, ":2181"},
+		{[]string{"--config", file}, ":3181"},
 	}
 	for _, tt := range tests {
 		cmd := newUpCmd()
