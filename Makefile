@@ -22,7 +22,7 @@ FUZZ_TARGETS := \
 .PHONY: run build test deps check vet fmt-check bench bench-micro bench-compare bench-ensemble fuzz lint clean
 
 ## run: build paddock and run the whole platform on the embedded default (paddock up:
-## a standalone server with data under ./data, clients on port 2181, a master and
+## a standalone server with data under ./data, clients on 127.0.0.1:2181, a master and
 ## two workers of the task-scheduling cluster, a log collector of the platform's own log,
 ## the web console on 127.0.0.1:8080).
 run: build

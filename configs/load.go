@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+
+	"github.com/paddock/paddock/server"
 )
 
 // Options say where configuration comes from; see the package doc for the precedence.
@@ -28,6 +30,9 @@ type Options struct {
 	Flags *pflag.FlagSet
 	// Logger receives warnings; nil discards them.
 	Logger *slog.Logger
+	// ServerDefaults, if set, replaces server.DefaultConfig() as the server section's
+	// defaults (paddock up's loopback client address).
+	ServerDefaults *server.Config
 }
 
 func (o *Options) logger() *slog.Logger {
@@ -148,7 +153,7 @@ func (l *loader) load(s *section, cfg any) error {
 	rv := reflect.ValueOf(cfg).Elem()
 	for _, f := range s.fields {
 		full := s.name + "." + f.key
-		l.v.SetDefault(full, rv.Field(f.index).Interface())
+		l.v.SetDefault(full, rv.FieldByIndex(f.index).Interface())
 		_ = l.v.BindEnv(full, s.envName(f.key)) // fails only without a key
 		if fl := l.flag(f.key); fl != nil {
 			_ = l.v.BindPFlag(full, fl) // fails only for a nil flag
@@ -158,7 +163,7 @@ func (l *loader) load(s *section, cfg any) error {
 	for _, f := range s.fields {
 		full := s.name + "." + f.key
 		raw := l.v.Get(full)
-		if err := decode(rv.Field(f.index), raw); err != nil {
+		if err := decode(rv.FieldByIndex(f.index), raw); err != nil {
 			value := show(raw)
 			if f.secret {
 				value = "(hidden)"

@@ -21,7 +21,7 @@ type section struct {
 // A field is one key of a section.
 type field struct {
 	key    string // snake_case key inside the section, e.g. "tick_time"
-	index  int    // index of the struct field it sets
+	index  []int  // index path of the struct field it sets (reflect.Value.FieldByIndex)
 	secret bool   // a password (key *_password): errors never show its value
 }
 
@@ -41,23 +41,37 @@ var durationType = reflect.TypeFor[time.Duration]()
 // snakeCase does not give the key the component's Validate names. It panics on a field
 // type the decoder does not handle: a programming error the package's tests catch.
 func newSection(name string, cfg any, renames map[string]string) *section {
-	t := reflect.TypeOf(cfg)
 	s := &section{name: name}
+	s.addFields(reflect.TypeOf(cfg), nil, renames)
+	return s
+}
+
+// addFields adds the exported fields of struct type t (at index path prefix) as keys.
+// An embedded struct's fields are keys of the section itself (coordinator.Access's
+// auth, tls_ca… in every service's section); a `config:"key"` tag names a key.
+func (s *section) addFields(t reflect.Type, prefix []int, renames map[string]string) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if !f.IsExported() {
+			continue
+		}
+		index := append(append([]int(nil), prefix...), i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			s.addFields(f.Type, index, renames)
 			continue
 		}
 		if !decodable(f.Type) {
 			panic(fmt.Sprintf("configs: %s.%s has type %s, which configs cannot decode", t, f.Name, f.Type))
 		}
 		key := snakeCase(f.Name)
+		if k := f.Tag.Get("config"); k != "" {
+			key = k
+		}
 		if k, ok := renames[f.Name]; ok {
 			key = k
 		}
-		s.fields = append(s.fields, field{key: key, index: i, secret: strings.HasSuffix(key, "_password") || strings.HasSuffix(key, "_passwords")})
+		s.fields = append(s.fields, field{key: key, index: index, secret: strings.HasSuffix(key, "_password") || strings.HasSuffix(key, "_passwords") || key == "auth"})
 	}
-	return s
 }
 
 func decodable(t reflect.Type) bool {

@@ -44,6 +44,9 @@ func loadServer(opts Options) (server.Config, error) {
 		l.mergeSection(serverSection, zk.values, opts.ZooCfg)
 	}
 	cfg := server.DefaultConfig()
+	if opts.ServerDefaults != nil {
+		cfg = *opts.ServerDefaults
+	}
 	if err := l.load(serverSection, &cfg); err != nil {
 		return server.Config{}, err
 	}

@@ -36,7 +36,7 @@ func TestValidateNamesSectionKeys(t *testing.T) {
 	cfg := server.DefaultConfig()
 	rv := reflect.ValueOf(&cfg).Elem()
 	for _, f := range serverSection.fields {
-		switch v := rv.Field(f.index); {
+		switch v := rv.FieldByIndex(f.index); {
 		case v.Kind() == reflect.String:
 			v.SetString("bad value")
 		case v.CanInt():

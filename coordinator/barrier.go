@@ -48,7 +48,7 @@ func (b *Barrier) Set(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("coordinator: set barrier %s: %w", b.path, err)
 		}
-		_, err := b.s.conn.Create(b.path, nil, 0, b.s.acl)
+		_, err := b.s.conn.Create(b.path, nil, 0, b.s.ACLFor(b.path))
 		switch {
 		case err == nil, errors.Is(err, zk.ErrNodeExists):
 			return nil
@@ -240,7 +240,7 @@ func (d *DoubleBarrier) tryEnter(ctx context.Context) (open bool, watch <-chan z
 	case ready:
 		return true, nil, nil
 	case len(members) >= d.threshold:
-		_, err := d.s.conn.Create(d.ready, nil, 0, d.s.acl)
+		_, err := d.s.conn.Create(d.ready, nil, 0, d.s.ACLFor(d.ready))
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return false, nil, fmt.Errorf("create %s: %w", d.ready, err)
 		}
@@ -253,7 +253,7 @@ func (d *DoubleBarrier) tryEnter(ctx context.Context) (open bool, watch <-chan z
 // already there is fine if this session owns it (a create whose answer was lost).
 func (d *DoubleBarrier) createNode(ctx context.Context) error {
 	for {
-		_, err := d.s.conn.Create(d.node, nil, zk.FlagEphemeral, d.s.acl)
+		_, err := d.s.conn.Create(d.node, nil, zk.FlagEphemeral, d.s.ACLFor(d.node))
 		switch {
 		case err == nil:
 			return nil

@@ -93,7 +93,7 @@ func putNode(ctx context.Context, s *Session, path string, data []byte) error {
 		if err := s.MakeDirs(ctx, parentPath(path)); err != nil {
 			return err
 		}
-		_, err = s.Conn().Create(path, data, 0, s.ACL())
+		_, err = s.Conn().Create(path, data, 0, s.ACLFor(path))
 		if !errors.Is(err, zk.ErrNodeExists) {
 			return err
 		}
@@ -167,7 +167,7 @@ func (cs *ConfigSet) Write(ctx context.Context, values map[string][]byte) error 
 	}
 	retried := false
 	return cs.retry(ctx, "create "+ready, func() error {
-		_, err := cs.s.Conn().Create(ready, nil, 0, cs.s.ACL())
+		_, err := cs.s.Conn().Create(ready, nil, 0, cs.s.ACLFor(ready))
 		switch {
 		case errors.Is(err, zk.ErrNodeExists) && retried:
 			return nil // our create before the connection loss went through

@@ -159,7 +159,7 @@ func (c *Counter) Set(ctx context.Context, v int64) error {
 // false if someone else created the node first.
 func (c *Counter) create(ctx context.Context, v int64) (created bool, err error) {
 	for {
-		_, err := c.s.conn.Create(c.path, []byte(strconv.FormatInt(v, 10)), 0, c.s.acl)
+		_, err := c.s.conn.Create(c.path, []byte(strconv.FormatInt(v, 10)), 0, c.s.ACLFor(c.path))
 		switch {
 		case err == nil:
 			return true, nil

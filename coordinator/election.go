@@ -62,7 +62,7 @@ func (e *Election) Campaign(ctx context.Context) (*Hold, error) {
 			return fail(err)
 		}
 		owner := conn.SessionID()
-		_, err := conn.Create(e.path, e.data, zk.FlagEphemeral, e.s.acl)
+		_, err := conn.Create(e.path, e.data, zk.FlagEphemeral, e.s.ACLFor(e.path))
 		switch {
 		case err == nil:
 			return newHold(e.s, e.path, conn.SessionID()), nil

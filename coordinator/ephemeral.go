@@ -102,7 +102,7 @@ func (e *Ephemeral) ensure(ctx context.Context) error {
 		e.mu.Lock()
 		data := e.data
 		e.mu.Unlock()
-		_, err := e.s.conn.Create(e.path, data, zk.FlagEphemeral, e.s.acl)
+		_, err := e.s.conn.Create(e.path, data, zk.FlagEphemeral, e.s.ACLFor(e.path))
 		if err == nil {
 			return nil
 		}

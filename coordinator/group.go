@@ -120,7 +120,7 @@ func (m *Member) Leave(ctx context.Context) error {
 func (m *Member) join(ctx context.Context) (string, error) {
 	prefix := memberPrefix + m.token + "-"
 	for {
-		created, err := m.s.Conn().Create(childPath(m.dir, prefix), m.data, zk.FlagEphemeral|zk.FlagSequence, m.s.ACL())
+		created, err := m.s.Conn().Create(childPath(m.dir, prefix), m.data, zk.FlagEphemeral|zk.FlagSequence, m.s.ACLFor(childPath(m.dir, prefix)))
 		switch {
 		case err == nil:
 			return baseName(created), nil

@@ -240,7 +240,7 @@ func (c *seqContender) enqueue(ctx context.Context, guid string, unsure bool) (s
 	}
 	prefix := c.dir + "/" + seqGUIDPrefix + guid + "-" + c.kind
 	for {
-		path, err := c.s.conn.Create(prefix, c.data, zk.FlagEphemeral|zk.FlagSequence, c.s.acl)
+		path, err := c.s.conn.Create(prefix, c.data, zk.FlagEphemeral|zk.FlagSequence, c.s.ACLFor(prefix))
 		if errors.Is(err, zk.ErrNoNode) {
 			if err := c.s.MakeDirs(ctx, c.dir); err != nil {
 				return "", err

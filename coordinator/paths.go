@@ -9,8 +9,8 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// MakeDirs creates dir and its missing ancestors as persistent nodes (with the
-// Session's ACL), riding out disconnections. The root is always there.
+// MakeDirs creates dir and its missing ancestors as persistent nodes (each with
+// its ACLFor), riding out disconnections. The root is always there.
 func (s *Session) MakeDirs(ctx context.Context, dir string) error {
 	if ok, _, err := s.conn.Exists(dir); err == nil && ok {
 		return nil
@@ -20,7 +20,7 @@ func (s *Session) MakeDirs(ctx context.Context, dir string) error {
 			continue
 		}
 		for {
-			_, err := s.conn.Create(dir[:i], nil, 0, s.acl)
+			_, err := s.conn.Create(dir[:i], nil, 0, s.ACLFor(dir[:i]))
 			if err == nil || errors.Is(err, zk.ErrNodeExists) {
 				break
 			}

@@ -74,7 +74,7 @@ func (q *Queue) Put(ctx context.Context, data []byte) (string, error) {
 		if err := ctx.Err(); err != nil {
 			return "", fmt.Errorf("coordinator: put in queue %s: %w", q.dir, err)
 		}
-		p, err := q.s.conn.Create(path.Join(q.dir, queueItemPrefix), data, zk.FlagSequence, q.s.acl)
+		p, err := q.s.conn.Create(path.Join(q.dir, queueItemPrefix), data, zk.FlagSequence, q.s.ACLFor(path.Join(q.dir, queueItemPrefix)))
 		switch {
 		case err == nil:
 			return p, nil

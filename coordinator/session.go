@@ -71,7 +71,8 @@ type Auth struct {
 func ParseAuth(s string) (Auth, error) {
 	scheme, cred, ok := strings.Cut(s, ":")
 	if !ok || scheme == "" || cred == "" {
-		return Auth{}, fmt.Errorf("coordinator: auth %q: want scheme:credentials, as in digest:user:password", s)
+		// The value is not shown: it may be a password.
+		return Auth{}, errors.New("coordinator: auth: want scheme:credentials, as in digest:user:password")
 	}
 	return Auth{Scheme: scheme, Credentials: cred}, nil
 }
@@ -92,6 +93,9 @@ type Config struct {
 	// TLS, if set, secures every connection (on top of Dialer's): the servers' client
 	// port must be a secure one (secureClientPort). TLSFiles.Config makes one.
 	TLS *tls.Config
+	// Policy, if set, gives each node the Session and its recipes create its ACL
+	// (ACLFor); nil leaves them open to all (world:anyone, all permissions).
+	Policy *Policy
 }
 
 // DefaultConfig returns a Config for a server on localhost:2181 with a 15 s session.
@@ -229,8 +233,21 @@ func (e *ConnectError) Unwrap() error { return e.Err }
 // stays the same across reconnections and new sessions.
 func (s *Session) Conn() *zk.Conn { return s.conn }
 
-// ACL returns the ACL the recipes give the nodes they create: open to all.
-func (s *Session) ACL() []zk.ACL { return s.acl }
+// ACL returns the ACL of nodes created without a path in mind: the Policy's for "/",
+// or open to all without one. Prefer ACLFor.
+func (s *Session) ACL() []zk.ACL { return s.ACLFor("/") }
+
+// Policy returns the Config's ACL policy, nil if none.
+func (s *Session) Policy() *Policy { return s.cfg.Policy }
+
+// ACLFor returns the ACL to create the node at path with: the Config's Policy's, or
+// open to all without one.
+func (s *Session) ACLFor(path string) []zk.ACL {
+	if s.cfg.Policy != nil {
+		return s.cfg.Policy.ACL(path)
+	}
+	return s.acl
+}
 
 // Logger returns the Session's logger, for the recipes.
 func (s *Session) Logger() *slog.Logger { return s.logger }

@@ -57,7 +57,7 @@ func (a *Admin) AddSource(ctx context.Context, id, host, path string) error {
 	}
 	data, _ := json.Marshal(Source{Host: host, Path: path, Added: time.Now().UTC()})
 	for {
-		_, err := a.s.Conn().Create(a.l.Source(id), data, 0, a.s.ACL())
+		_, err := a.s.Conn().Create(a.l.Source(id), data, 0, a.s.ACLFor(a.l.Source(id)))
 		switch {
 		case err == nil:
 			return nil

@@ -111,7 +111,7 @@ func (c *Collector) register(ctx context.Context) error {
 	}
 	path := c.layout.Collector(c.cfg.Host)
 	for {
-		_, err := c.conn.Create(path, emptyAssignment, 0, c.sess.ACL())
+		_, err := c.conn.Create(path, emptyAssignment, 0, c.sess.ACLFor(path))
 		if err == nil {
 			c.logger.Info("registered", "path", path)
 			return nil
@@ -175,7 +175,7 @@ func (c *Collector) writeStatus(st Status) error {
 	path := c.layout.Status(c.cfg.Host)
 	_, err = c.conn.Set(path, data, -1)
 	if errors.Is(err, zk.ErrNoNode) {
-		_, err = c.conn.Create(path, data, 0, c.sess.ACL())
+		_, err = c.conn.Create(path, data, 0, c.sess.ACLFor(path))
 		if errors.Is(err, zk.ErrNodeExists) {
 			_, err = c.conn.Set(path, data, -1)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddock/paddock/coordinator"
 	"github.com/paddock/paddock/task"
 )
 
@@ -16,6 +17,9 @@ type Config struct {
 	// Servers are the coordination servers (key zk, flag --zk).
 	Servers        []string
 	SessionTimeout time.Duration
+	// Access is how the service authenticates and the ACLs of the nodes it creates
+	// (keys auth, auth_file, tls_ca, tls_cert, tls_key, roles).
+	coordinator.Access
 	// Root is the path /logs lives under.
 	Root string
 	// Host is the collector's id, stable across restarts; empty means the host name.
@@ -56,6 +60,7 @@ func DefaultConfig() Config {
 // Validate reports every problem of c as "key = value: what is allowed".
 func (c Config) Validate() error {
 	errs := task.CheckConnection(c.Servers, c.SessionTimeout, c.Root)
+	errs = append(errs, c.Access.Check()...)
 	if c.Host != "" {
 		if err := CheckID("collector", c.Host); err != nil {
 			errs = append(errs, fmt.Errorf("host = %s: %w", c.Host, err))

@@ -34,7 +34,11 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 // Run collects and stands for rebalancer until ctx ends; it returns nil then, or an
 // error if it cannot connect or its collector cannot run.
 func (s *Service) Run(ctx context.Context) error {
-	sess, err := coordinator.Connect(ctx, coordinator.Config{Servers: s.cfg.Servers, SessionTimeout: s.cfg.SessionTimeout, Logger: s.logger})
+	cc, err := s.cfg.Access.Config(s.cfg.Servers, s.cfg.SessionTimeout, s.logger, s.layout.ACLRules())
+	if err != nil {
+		return fmt.Errorf("logcollector: %w", err)
+	}
+	sess, err := coordinator.Connect(ctx, cc)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil

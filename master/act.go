@@ -196,7 +196,7 @@ func (l *leader) assignBatch(batch []placement) error {
 }
 
 func (l *leader) create(path string, data []byte) *zk.CreateRequest {
-	return &zk.CreateRequest{Path: path, Data: data, Acl: l.s.ACL()}
+	return &zk.CreateRequest{Path: path, Data: data, Acl: l.s.ACLFor(path)}
 }
 
 // multi runs ops after a check of this term's epoch, all or nothing. It returns

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/paddock/paddock/coordinator"
 	"github.com/paddock/paddock/task"
 )
 
@@ -18,6 +19,9 @@ type Config struct {
 	// SessionTimeout is the ZooKeeper session timeout asked for: a backup takes over
 	// within about this long after the active master dies.
 	SessionTimeout time.Duration
+	// Access is how the service authenticates and the ACLs of the nodes it creates
+	// (keys auth, auth_file, tls_ca, tls_cert, tls_key, roles).
+	coordinator.Access
 	// Root is the path the cluster's nodes live under (see package task).
 	Root string
 	// ID names this master in /master; empty means host-pid.
@@ -45,6 +49,7 @@ func DefaultConfig() Config {
 // the keys of the configuration's master section.
 func (c Config) Validate() error {
 	errs := task.CheckConnection(c.Servers, c.SessionTimeout, c.Root)
+	errs = append(errs, c.Access.Check()...)
 	if err := task.CheckListenAddr("metrics_addr", c.MetricsAddr); err != nil {
 		errs = append(errs, err)
 	}

@@ -64,9 +64,11 @@ func (m *Master) Run(ctx context.Context) error {
 		m.metricsSrv.Serve(m.logger)
 		defer m.metricsSrv.Close()
 	}
-	s, err := coordinator.Connect(ctx, coordinator.Config{
-		Servers: m.cfg.Servers, SessionTimeout: m.cfg.SessionTimeout, Logger: m.logger,
-	})
+	cc, err := m.cfg.Access.Config(m.cfg.Servers, m.cfg.SessionTimeout, m.logger, m.layout.ACLRules())
+	if err != nil {
+		return fmt.Errorf("master: %w", err)
+	}
+	s, err := coordinator.Connect(ctx, cc)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil

@@ -62,8 +62,8 @@ func (a *Admin) Create(ctx context.Context, name string, d TaskDef) error {
 	}
 	conn := a.s.Conn()
 	ops := []any{
-		&zk.CreateRequest{Path: a.l.Task(name), Data: mustJSON(d), Acl: a.s.ACL()},
-		&zk.CreateRequest{Path: a.l.Instances(name), Acl: a.s.ACL()},
+		&zk.CreateRequest{Path: a.l.Task(name), Data: mustJSON(d), Acl: a.s.ACLFor(a.l.Task(name))},
+		&zk.CreateRequest{Path: a.l.Instances(name), Acl: a.s.ACLFor(a.l.Instances(name))},
 	}
 	for {
 		err := multiErr(conn.Multi(ops...))

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/paddock/paddock/coordinator"
 	"github.com/paddock/paddock/task"
 )
 
@@ -14,6 +15,9 @@ type Config struct {
 	// Servers are the coordination servers (key zk, flag --zk).
 	Servers        []string
 	SessionTimeout time.Duration
+	// Access is how the service authenticates and the ACLs of the nodes it creates
+	// (keys auth, auth_file, tls_ca, tls_cert, tls_key, roles).
+	coordinator.Access
 	// Root is the path /mysql_replicator lives under.
 	Root string
 	// Tasks are the tasks this process serves. In hot mode it stands for each of them
@@ -51,6 +55,7 @@ func DefaultConfig() Config {
 // Validate reports every problem of c as "key = value: what is allowed".
 func (c Config) Validate() error {
 	errs := task.CheckConnection(c.Servers, c.SessionTimeout, c.Root)
+	errs = append(errs, c.Access.Check()...)
 	if err := task.CheckListenAddr("metrics_addr", c.MetricsAddr); err != nil {
 		errs = append(errs, err)
 	}

@@ -10,6 +10,10 @@
 //	/mysql_replicator/tasks/<task>/lastCommit              persistent  {"file","pos","gtid","ts","instance"}
 //	/mysql_replicator/tasks/<task>/status                  persistent  the Status, every second
 //
+// With role ACLs (the roles key; on by default under paddock up), a task's definition,
+// and so the passwords in its DSNs, is readable only by the replicator role and the
+// console (Layout.ACLRules; docs/security.md).
+//
 // Hot standby: every process started with the task in its list creates an instance
 // node; the lowest runs the task, each other watches the node just before its own and
 // looks again when that one goes. Cold standby: a process in cold mode watches the

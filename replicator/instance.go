@@ -70,7 +70,7 @@ func (in *instance) register(ctx context.Context) (string, int64, error) {
 	}
 	info := InstanceInfo{Host: in.r.host, PID: os.Getpid(), State: "standby", Since: time.Now().UTC()}
 	prefix := l.Instance(in.task, in.r.host+"_")
-	p, err := conn.CreateProtectedEphemeralSequential(prefix, mustJSON(info), in.r.s.ACL())
+	p, err := conn.CreateProtectedEphemeralSequential(prefix, mustJSON(info), in.r.s.ACLFor(prefix))
 	if err != nil {
 		return "", 0, err
 	}

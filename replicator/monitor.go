@@ -121,7 +121,7 @@ func (r *Replicator) writeNode(p string, data []byte) {
 	conn := r.s.Conn()
 	_, err := conn.Set(p, data, -1)
 	if errors.Is(err, zk.ErrNoNode) {
-		_, err = conn.Create(p, data, 0, r.s.ACL())
+		_, err = conn.Create(p, data, 0, r.s.ACLFor(p))
 		if errors.Is(err, zk.ErrNodeExists) {
 			_, err = conn.Set(p, data, -1)
 		}

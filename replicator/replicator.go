@@ -64,7 +64,11 @@ func (r *Replicator) Run(ctx context.Context) error {
 		r.metricsSrv.Serve(r.logger)
 		defer r.metricsSrv.Close()
 	}
-	s, err := coordinator.Connect(ctx, coordinator.Config{Servers: r.cfg.Servers, SessionTimeout: r.cfg.SessionTimeout, Logger: r.logger})
+	cc, err := r.cfg.Access.Config(r.cfg.Servers, r.cfg.SessionTimeout, r.logger, r.layout.ACLRules())
+	if err != nil {
+		return fmt.Errorf("replicator: %w", err)
+	}
+	s, err := coordinator.Connect(ctx, cc)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil

@@ -81,7 +81,7 @@ func (c *Client) Submit(ctx context.Context, spec Spec) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("task: submit: %w", err)
 		}
-		p, err := conn.Create(c.l.Task(taskPrefix), data, zk.FlagSequence, c.s.ACL())
+		p, err := conn.Create(c.l.Task(taskPrefix), data, zk.FlagSequence, c.s.ACLFor(c.l.Task(taskPrefix)))
 		if err == nil {
 			return path.Base(p), nil
 		}
@@ -319,7 +319,7 @@ func (c *Client) Cancel(ctx context.Context, id string) error {
 	}
 	conn := c.s.Conn()
 	for {
-		_, err := conn.Create(c.l.Cancel(id), nil, 0, c.s.ACL())
+		_, err := conn.Create(c.l.Cancel(id), nil, 0, c.s.ACLFor(c.l.Cancel(id)))
 		if err == nil || errors.Is(err, zk.ErrNodeExists) {
 			return nil
 		}

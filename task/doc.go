@@ -14,6 +14,11 @@
 //	/assign/<worker>                persistent  created by the worker at start
 //	/assign/<worker>/task-<seq>     persistent  by the master: an Assignment; the worker marks it started
 //
+// With role ACLs (the services' roles key; on by default under paddock up) each node
+// gets the ACL Layout.ACLRules gives its path: only submitters, the console and the
+// master create tasks, only the master assigns, and a worker runs a task only if no
+// identity outside the roles could have written it (docs/security.md has the table).
+//
 // A task's state follows from those nodes: a status node holds its end (done, failed or
 // cancelled); otherwise an assignment makes it assigned, or running once the worker has
 // marked it started; otherwise it is pending.

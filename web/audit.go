@@ -98,10 +98,10 @@ func (c *Console) writeAudit(rec AuditRecord) error {
 	if err != nil {
 		return fmt.Errorf("encode: %w", err)
 	}
-	_, err = c.conn.Create(c.cfg.AuditRoot+"/"+auditPrefix, body, zk.FlagSequence, c.session.ACL())
+	_, err = c.conn.Create(c.cfg.AuditRoot+"/"+auditPrefix, body, zk.FlagSequence, c.session.ACLFor(c.cfg.AuditRoot+"/"+auditPrefix))
 	if err == zk.ErrNoNode { // the root was deleted through the console, say
 		if err = c.session.MakeDirs(context.Background(), c.cfg.AuditRoot); err == nil {
-			_, err = c.conn.Create(c.cfg.AuditRoot+"/"+auditPrefix, body, zk.FlagSequence, c.session.ACL())
+			_, err = c.conn.Create(c.cfg.AuditRoot+"/"+auditPrefix, body, zk.FlagSequence, c.session.ACLFor(c.cfg.AuditRoot+"/"+auditPrefix))
 		}
 	}
 	return err

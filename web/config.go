@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/paddock/paddock/coordinator"
 	"github.com/paddock/paddock/task"
 )
 
@@ -18,6 +19,9 @@ type Config struct {
 	// Servers are the coordination servers (key zk, flag --zk).
 	Servers        []string
 	SessionTimeout time.Duration
+	// Access is how the service authenticates and the ACLs of the nodes it creates
+	// (keys auth, auth_file, tls_ca, tls_cert, tls_key, roles).
+	coordinator.Access
 	// Listen is the console's HTTP address, host:port.
 	Listen string
 	// Users are the console's accounts, each "name:role:bcrypt-hash" with role viewer,
@@ -66,6 +70,7 @@ func DefaultConfig() Config {
 // prints a password hash.
 func (c Config) Validate() error {
 	errs := task.CheckConnection(c.Servers, c.SessionTimeout, c.Root)
+	errs = append(errs, c.Access.Check()...)
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		errs = append(errs, fmt.Errorf("listen = %s: want host:port", c.Listen))
 	}

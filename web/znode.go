@@ -240,9 +240,9 @@ func (c *Console) create(path string, data []byte, mode string) (string, error) 
 		return "", badRequest("flags = %q: want persistent, sequential, container, ephemeral or ephemeral_sequential", mode)
 	}
 	if flags == zk.FlagContainer {
-		return c.conn.CreateContainer(path, data, flags, c.session.ACL())
+		return c.conn.CreateContainer(path, data, flags, c.session.ACLFor(path))
 	}
-	return c.conn.Create(path, data, flags, c.session.ACL())
+	return c.conn.Create(path, data, flags, c.session.ACLFor(path))
 }
 
 // deleteTree deletes path and everything under it, path itself only if its version

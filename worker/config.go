@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddock/paddock/coordinator"
 	"github.com/paddock/paddock/task"
 )
 
@@ -21,6 +22,9 @@ type Config struct {
 	// SessionTimeout is the ZooKeeper session timeout asked for. A worker cut off for
 	// longer loses its session: it kills its tasks, and the master runs them elsewhere.
 	SessionTimeout time.Duration
+	// Access is how the service authenticates and the ACLs of the nodes it creates
+	// (keys auth, auth_file, tls_ca, tls_cert, tls_key, roles).
+	coordinator.Access
 	// Root is the path the cluster's nodes live under (see package task).
 	Root string
 	// ID names the worker in /workers and /assign. It must stay the same across
@@ -62,6 +66,7 @@ var labelKeyPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$`)
 // the keys of the configuration's worker section (Servers is zk).
 func (c Config) Validate() error {
 	errs := task.CheckConnection(c.Servers, c.SessionTimeout, c.Root)
+	errs = append(errs, c.Access.Check()...)
 	bad := func(key string, value any, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s = %v: %s", key, value, fmt.Sprintf(format, args...)))
 	}

@@ -174,7 +174,7 @@ func (l *loop) listFailed(err error) {
 	}
 	l.logger.Warn("cannot list assignments", "dir", l.dir, "err", err)
 	if errors.Is(err, zk.ErrNoNode) {
-		if _, err := l.conn.Create(l.dir, nil, 0, l.sess.ACL()); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if _, err := l.conn.Create(l.dir, nil, 0, l.sess.ACLFor(l.dir)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			l.logger.Warn("cannot create assignment directory", "dir", l.dir, "err", err)
 		}
 	}
@@ -231,6 +231,18 @@ func (l *loop) claim(name string) (*job, error) {
 // readSpec reads the task's spec: err if it cannot be read (zk.ErrNoNode if there is no
 // task), specErr if it is not a valid spec.
 func (l *loop) readSpec(id string) (spec task.Spec, specErr, err error) {
+	// With role ACLs, a task is run only if no one outside the platform's roles could
+	// have written it: a submitter that made it writable by all would let anyone
+	// change the command between submission and run.
+	if p := l.sess.Policy(); p != nil {
+		acl, _, err := l.conn.GetACL(l.w.layout.Task(id))
+		if err != nil {
+			return spec, nil, fmt.Errorf("read spec's acl: %w", err)
+		}
+		if err := p.CheckTrusted(acl); err != nil {
+			return spec, fmt.Errorf("task node not protected, not run: %w", err), nil
+		}
+	}
 	data, _, err := l.conn.Get(l.w.layout.Task(id))
 	if err != nil {
 		return spec, nil, fmt.Errorf("read spec: %w", err)

@@ -27,7 +27,7 @@ func (l *loop) record(ctx context.Context, j *job, o *outcome) {
 	}
 	ops := []any{
 		&zk.DeleteRequest{Path: j.path, Version: j.version},
-		&zk.CreateRequest{Path: target, Data: data, Acl: l.sess.ACL()},
+		&zk.CreateRequest{Path: target, Data: data, Acl: l.sess.ACLFor(target)},
 	}
 	for {
 		op, err := multiErr(l.conn.Multi(ops...))

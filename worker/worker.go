@@ -117,12 +117,12 @@ func (w *Worker) Run(ctx context.Context) error {
 
 // connect opens the session; nil and no error if ctx ends first.
 func (w *Worker) connect(ctx context.Context) (*coordinator.Session, error) {
-	sess, err := coordinator.Connect(ctx, coordinator.Config{
-		Servers:        w.cfg.Servers,
-		SessionTimeout: w.cfg.SessionTimeout,
-		Logger:         w.logger,
-		Dialer:         w.dialer,
-	})
+	cc, err := w.cfg.Access.Config(w.cfg.Servers, w.cfg.SessionTimeout, w.logger, w.layout.ACLRules())
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	cc.Dialer = w.dialer
+	sess, err := coordinator.Connect(ctx, cc)
 	if err != nil {
 		if ctx.Err() != nil {
 			w.logger.Warn("stopped before connecting", "err", err)

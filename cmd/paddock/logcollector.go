@@ -30,6 +30,7 @@ FILE, PADDOCK_LOGCOLLECTOR_* environment variables, then the flags below.`,
 	def := logcollector.DefaultConfig()
 	f := cmd.Flags()
 	f.String("config", "", "YAML configuration `file`")
+	addServiceAccessFlags(f)
 	f.StringSlice("zk", def.Servers, "`host:port`[,host:port...] of the coordination servers")
 	f.String("host", def.Host, "the collector's `id`, stable across restarts (default the host name)")
 	f.String("sink", def.Sink, "`directory` of the JSON-lines files, one per source, or - for stdout")

@@ -23,6 +23,7 @@ PADDOCK_MASTER_* environment variables (PADDOCK_MASTER_ZK), then the flags below
 	def := master.DefaultConfig()
 	f := cmd.Flags()
 	f.String("config", "", "YAML configuration `file`")
+	addServiceAccessFlags(f)
 	f.StringSlice("zk", def.Servers, "`host:port`[,host:port...] of the coordination servers")
 	f.String("id", def.ID, "name of this master in /master (default host-pid)")
 	f.String("root", def.Root, "`path` the cluster's nodes live under")

@@ -29,6 +29,7 @@ FILE, PADDOCK_REPLICATOR_* environment variables, then the flags below.`,
 	def := replicator.DefaultConfig()
 	f := cmd.Flags()
 	f.String("config", "", "YAML configuration `file`")
+	addServiceAccessFlags(f)
 	f.StringSlice("zk", def.Servers, "`host:port`[,host:port...] of the coordination servers")
 	f.StringSlice("tasks", def.Tasks, "`task`[,task...] to serve (cold mode: to claim; all when empty)")
 	f.String("mode", def.Mode, "hot or cold")

@@ -4,6 +4,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/paddock/paddock/coordinator"
+	"github.com/paddock/paddock/web"
 )
 
 // serviceCLI is the command line of a service's admin commands (paddock task, paddock
@@ -26,7 +30,8 @@ func (s *serviceCLI) setup(cmd *cobra.Command, rootHelp, timeoutFlag, missing st
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&s.servers, "zk", "127.0.0.1:2181", "`host:port`[,host:port...] of the coordination servers")
 	pf.StringVar(&s.root, "root", "/", rootHelp)
-	pf.StringArrayVar(&s.auth, "auth", nil, "add `scheme:credentials` to the session (repeatable)")
+	addAccessFlags(pf, &s.access)
+	s.aclRoot = &s.root
 	pf.DurationVar(&s.timeout, timeoutFlag, 10*time.Second, "bound on connecting and on each operation")
 	s.sessionTimeout = 15 * time.Second
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
@@ -34,4 +39,38 @@ func (s *serviceCLI) setup(cmd *cobra.Command, rootHelp, timeoutFlag, missing st
 	})
 	cmd.AddCommand(subs...)
 	return cmd
+}
+
+// addAccessFlags adds the flags of a: how a CLI authenticates and which ACLs the nodes
+// it creates get (the keys of coordinator.Access, as flags).
+func addAccessFlags(pf *pflag.FlagSet, a *coordinator.Access) {
+	pf.StringArrayVar(&a.Auth, "auth", nil,
+		"add `scheme:credentials` to the session, as in digest:user:password (repeatable)")
+	pf.StringVar(&a.AuthFile, "auth-file", "", "`file` of scheme:credentials lines to add to the session (keeps the password off the command line)")
+	pf.StringVar(&a.TLSCA, "tls-ca", "", "PEM `file` of the CA that signs the servers' certificates (connects with TLS)")
+	pf.StringVar(&a.TLSCert, "tls-cert", "", "PEM `file` of the client certificate (TLS, x509 scheme)")
+	pf.StringVar(&a.TLSKey, "tls-key", "", "PEM `file` of the client certificate's key")
+	pf.StringArrayVar(&a.Roles, "roles", nil, "the platform's identities, `role=scheme:id` (repeatable): the nodes created get the role ACLs of docs/security.md")
+	pf.StringVar(&a.RolesFile, "roles-file", "", "`file` of role=scheme:id lines, as --roles (paddock up writes <data-dir>/credentials/roles)")
+}
+
+// platformRules returns the ACL rules of every service's nodes under root, and of the
+// console's audit log at auditRoot.
+func platformRules(root, auditRoot string) []coordinator.Rule {
+	wc := web.DefaultConfig()
+	wc.Root, wc.AuditRoot = root, auditRoot
+	return wc.ACLRules()
+}
+
+// addServiceAccessFlags adds to a service's command the flags of the Access keys of
+// its configuration section (auth, auth_file, tls_ca, tls_cert, tls_key, roles), which
+// configs binds by name.
+func addServiceAccessFlags(f *pflag.FlagSet) {
+	f.StringArray("auth", nil, "add `scheme:credentials` to the session, as in digest:user:password (repeatable; prefer --auth-file)")
+	f.String("auth-file", "", "`file` of scheme:credentials lines to add to the session")
+	f.String("tls-ca", "", "PEM `file` of the CA that signs the servers' certificates (connects with TLS)")
+	f.String("tls-cert", "", "PEM `file` of the client certificate (TLS, x509 scheme)")
+	f.String("tls-key", "", "PEM `file` of the client certificate's key")
+	f.StringArray("roles", nil, "the platform's identities, `role=scheme:id` (repeatable): the nodes created get the role ACLs of docs/security.md")
+	f.String("roles-file", "", "`file` of role=scheme:id lines, as --roles")
 }

@@ -36,6 +36,16 @@ web console on --listen. On a fresh data directory it makes the console's user a
 with a random password, printed once; <data-dir>/console-users holds the users. The
 master's /metrics is on 127.0.0.1:--metrics-port, worker i's on the port after it plus i.
 
+Secure by default: everything listens on 127.0.0.1 unless told otherwise, and on the
+first start the platform's credentials are made in <data-dir>/credentials, one file per
+role (digest:<role>:<password>, mode 0600) and roles, their ACL ids. The services
+authenticate with them and create their nodes with role ACLs (docs/security.md);
+unauthenticated clients can neither submit tasks nor read the services' data. The
+admin identity is the server's superuser. To submit tasks from the command line:
+  paddock task --auth-file <data-dir>/credentials/submitter \
+    --roles-file <data-dir>/credentials/roles submit -- CMD...
+Nodes an older paddock made open to all get their role ACLs at start.
+
 The server reads the server section of --config FILE and PADDOCK_SERVER_* variables, as
 paddock server does; the services connect to it.`,
 		Args: cobra.NoArgs,
@@ -44,7 +54,7 @@ paddock server does; the services connect to it.`,
 	def := server.DefaultConfig()
 	f := cmd.Flags()
 	f.String("config", "", "YAML configuration `file` (its server section)")
-	f.String("client-addr", def.ClientAddr, "`host:port` clients connect to")
+	f.String("client-addr", upClientAddr, "`host:port` clients connect to (0.0.0.0:2181 or :2181 for every interface)")
 	f.String("data-dir", def.DataDir, "`directory` for the server's data and the workers' task output")
 	f.String("admin-addr", def.AdminAddr, "`host:port` of the admin HTTP server; empty disables it")
 	f.Int("workers", 2, "workers to run")
@@ -56,13 +66,9 @@ paddock server does; the services connect to it.`,
 }
 
 func runUp(cmd *cobra.Command, _ []string) error {
-	file, _ := cmd.Flags().GetString("config")
-	cfg, err := configs.LoadServer(configs.Options{File: file, Flags: cmd.Flags()})
+	cfg, err := loadUpServer(cmd)
 	if err != nil {
 		return err
-	}
-	if port, _ := cmd.Flags().GetInt("client-port"); port != 0 {
-		cfg.ClientAddr = fmt.Sprintf("127.0.0.1:%d", port)
 	}
 	// The platform's log goes to stderr and to data/paddock.log, the demo source the
 	// log collector collects.
@@ -78,6 +84,15 @@ func runUp(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	plat, err := platformCredentials(cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("platform credentials: %w", err)
+	}
+	if cfg.SuperDigest == "" {
+		cfg.SuperDigest = plat.superDigest
+	} else {
+		logger.Warn("super_digest is set: the platform's admin identity is not the superuser", "credentials", plat.dir)
+	}
 	server.SetProcs(cfg.Procs)
 	srv, err := server.New(cfg, logger.With("component", "server"))
 	if err != nil {
@@ -86,16 +101,20 @@ func runUp(cmd *cobra.Command, _ []string) error {
 	if err := srv.Start(); err != nil {
 		return err
 	}
-	services, err := upServices(cmd, cfg, srv.Addr().String(), logger)
+	err = migrateUp(cmd.Context(), srv.Addr().String(), plat, logger)
+	var services []upService
 	if err == nil {
-		err = addDemoSource(cmd.Context(), srv.Addr().String(), cfg.DataDir)
+		services, err = upServices(cmd, cfg, srv.Addr().String(), logger, plat)
+	}
+	if err == nil {
+		err = addDemoSource(cmd.Context(), srv.Addr().String(), cfg.DataDir, plat)
 	}
 	if err != nil {
 		return errors.Join(err, srv.Close())
 	}
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	logger.Info("platform up", "zk", srv.Addr().String(), "services", len(services))
+	logger.Info("platform up", "zk", srv.Addr().String(), "services", len(services), "credentials", plat.dir)
 	errs := make(chan error, len(services))
 	var wg sync.WaitGroup
 	for _, s := range services {
@@ -120,6 +139,24 @@ func runUp(cmd *cobra.Command, _ []string) error {
 	return errors.Join(append(all, srv.Close())...)
 }
 
+// loadUpServer returns the server's configuration under paddock up: paddock server's,
+// with the client port on 127.0.0.1 unless one is given.
+func loadUpServer(cmd *cobra.Command) (server.Config, error) {
+	file, _ := cmd.Flags().GetString("config")
+	// paddock server's default is every interface; the one-process platform is a local
+	// one unless the client address is given.
+	def := server.DefaultConfig()
+	def.ClientAddr = upClientAddr
+	cfg, err := configs.LoadServer(configs.Options{File: file, Flags: cmd.Flags(), ServerDefaults: &def})
+	if err != nil {
+		return cfg, err
+	}
+	if port, _ := cmd.Flags().GetInt("client-port"); port != 0 {
+		cfg.ClientAddr = fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	return cfg, nil
+}
+
 // upService is a service run by paddock up.
 type upService struct {
 	name string
@@ -127,7 +164,7 @@ type upService struct {
 }
 
 // upServices builds the services on the server at addr.
-func upServices(cmd *cobra.Command, cfg server.Config, addr string, logger *slog.Logger) ([]upService, error) {
+func upServices(cmd *cobra.Command, cfg server.Config, addr string, logger *slog.Logger, plat platform) ([]upService, error) {
 	n, _ := cmd.Flags().GetInt("workers")
 	capacity, _ := cmd.Flags().GetInt("capacity")
 	port, _ := cmd.Flags().GetInt("metrics-port")
@@ -139,6 +176,7 @@ func upServices(cmd *cobra.Command, cfg server.Config, addr string, logger *slog
 	}
 	mc := master.DefaultConfig()
 	mc.Servers, mc.ID, mc.MetricsAddr = []string{addr}, "up-master", metricsAddr(0)
+	mc.Access = plat.access(coordinator.RoleMaster)
 	m, err := master.New(mc, logger.With("component", "master"))
 	if err != nil {
 		return nil, err
@@ -149,6 +187,7 @@ func upServices(cmd *cobra.Command, cfg server.Config, addr string, logger *slog
 		wc.Servers, wc.ID, wc.Capacity = []string{addr}, fmt.Sprintf("up-worker-%d", i), capacity
 		wc.OutputDir = filepath.Join(cfg.DataDir, "worker-"+wc.ID, "output")
 		wc.MetricsAddr = metricsAddr(i)
+		wc.Access = plat.access(coordinator.RoleWorker)
 		w, err := worker.New(wc, logger.With("component", "worker"))
 		if err != nil {
 			return nil, err
@@ -157,12 +196,13 @@ func upServices(cmd *cobra.Command, cfg server.Config, addr string, logger *slog
 	}
 	lc := logcollector.DefaultConfig()
 	lc.Servers, lc.Host, lc.Sink = []string{addr}, "up-collector", filepath.Join(cfg.DataDir, "logs")
+	lc.Access = plat.access(coordinator.RoleLogCollector)
 	c, err := logcollector.New(lc, logger.With("component", "logcollector"))
 	if err != nil {
 		return nil, err
 	}
 	services = append(services, upService{"logcollector", c.Run})
-	console, err := upConsole(cmd, cfg, addr, logger)
+	console, err := upConsole(cmd, cfg, addr, logger, plat)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +214,7 @@ func upServices(cmd *cobra.Command, cfg server.Config, addr string, logger *slog
 const consoleUsersName = "console-users"
 
 // upConsole returns the web console on the server at addr.
-func upConsole(cmd *cobra.Command, cfg server.Config, addr string, logger *slog.Logger) (upService, error) {
+func upConsole(cmd *cobra.Command, cfg server.Config, addr string, logger *slog.Logger, plat platform) (upService, error) {
 	users, err := consoleUsers(cmd, filepath.Join(cfg.DataDir, consoleUsersName))
 	if err != nil {
 		return upService{}, err
@@ -182,11 +222,16 @@ func upConsole(cmd *cobra.Command, cfg server.Config, addr string, logger *slog.
 	wc := web.DefaultConfig()
 	wc.Servers, wc.Users, wc.AdminAddr = []string{addr}, users, cfg.AdminAddr
 	wc.Listen, _ = cmd.Flags().GetString("listen")
+	wc.Access = plat.access(coordinator.RoleConsole)
 	if err := wc.Validate(); err != nil {
 		return upService{}, err
 	}
+	cc, err := wc.Access.Config(wc.Servers, wc.SessionTimeout, nil, wc.ACLRules())
+	if err != nil {
+		return upService{}, err
+	}
 	run := func(ctx context.Context) error {
-		s, err := coordinator.Connect(ctx, coordinator.Config{Servers: wc.Servers, SessionTimeout: wc.SessionTimeout})
+		s, err := coordinator.Connect(ctx, cc)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil // stopped while connecting
@@ -236,12 +281,12 @@ const upLogName = "paddock.log"
 
 // addDemoSource defines the log source "paddock", the platform's own log, unless it
 // is defined.
-func addDemoSource(ctx context.Context, addr, dataDir string) error {
+func addDemoSource(ctx context.Context, addr, dataDir string, plat platform) error {
 	path, err := filepath.Abs(filepath.Join(dataDir, upLogName))
 	if err != nil {
 		return err
 	}
-	s, err := coordinator.Connect(ctx, coordinator.Config{Servers: []string{addr}, SessionTimeout: 10 * time.Second})
+	s, err := connectAdmin(ctx, addr, plat)
 	if err != nil {
 		return err
 	}
@@ -254,6 +299,37 @@ func addDemoSource(ctx context.Context, addr, dataDir string) error {
 	err = logcollector.NewAdmin(s, layout).AddSource(ctx, "paddock", host, path)
 	if errors.Is(err, logcollector.ErrSourceExists) {
 		return nil
+	}
+	return err
+}
+
+// upClientAddr is paddock up's client address when none is given: loopback only.
+const upClientAddr = "127.0.0.1:2181"
+
+// connectAdmin opens a session on addr as the platform's admin, its nodes with the
+// platform's role ACLs.
+func connectAdmin(ctx context.Context, addr string, plat platform) (*coordinator.Session, error) {
+	cc, err := plat.access(coordinator.RoleAdmin).Config([]string{addr}, 10*time.Second, nil,
+		platformRules("/", web.DefaultConfig().AuditRoot))
+	if err != nil {
+		return nil, err
+	}
+	return coordinator.Connect(ctx, cc)
+}
+
+// upRoots are the nodes under which paddock up's services keep their data.
+var upRoots = []string{"/tasks", "/master", "/workers", "/assign", "/mysql_replicator", "/logs", "/paddock"}
+
+// migrateUp gives the nodes an older paddock made open to all their role ACLs.
+func migrateUp(ctx context.Context, addr string, plat platform, logger *slog.Logger) error {
+	s, err := connectAdmin(ctx, addr, plat)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	n, err := s.MigrateACLs(ctx, upRoots...)
+	if n > 0 {
+		logger.Info("gave nodes open to all their role acls", "nodes", n)
 	}
 	return err
 }

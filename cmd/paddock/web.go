@@ -28,6 +28,7 @@ PADDOCK_WEB_* environment variables, then the flags below.`,
 	def := web.DefaultConfig()
 	f := cmd.Flags()
 	f.String("config", "", "YAML configuration `file`")
+	addServiceAccessFlags(f)
 	f.StringSlice("zk", def.Servers, "`host:port`[,host:port...] of the coordination servers")
 	f.String("listen", def.Listen, "`host:port` the console serves on")
 	f.String("admin-addr", def.AdminAddr, "the paddock server's admin `host:port`, for the overview's figures")
@@ -45,7 +46,11 @@ func runWeb(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := coordinator.Connect(cmd.Context(), coordinator.Config{Servers: cfg.Servers, SessionTimeout: cfg.SessionTimeout, Logger: logger})
+	cc, err := cfg.Access.Config(cfg.Servers, cfg.SessionTimeout, logger, cfg.ACLRules())
+	if err != nil {
+		return err
+	}
+	s, err := coordinator.Connect(cmd.Context(), cc)
 	if err != nil {
 		return err
 	}

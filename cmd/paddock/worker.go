@@ -23,6 +23,7 @@ PADDOCK_WORKER_* environment variables (PADDOCK_WORKER_ZK), then the flags below
 	def := worker.DefaultConfig()
 	f := cmd.Flags()
 	f.String("config", "", "YAML configuration `file`")
+	addServiceAccessFlags(f)
 	f.StringSlice("zk", def.Servers, "`host:port`[,host:port...] of the coordination servers")
 	f.String("id", def.ID, "the worker's name in /workers and /assign (required)")
 	f.Int("capacity", def.Capacity, "tasks run at once")

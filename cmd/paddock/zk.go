@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddock/paddock/coordinator"
+	"github.com/paddock/paddock/web"
 )
 
 // paddock zk: a ZooKeeper command-line client for people and scripts, on
@@ -28,8 +29,11 @@ import (
 
 // zkCLI is one paddock zk invocation: its global flags and how it ends the process.
 type zkCLI struct {
-	servers        string
-	auth           []string
+	servers string
+	access  coordinator.Access
+	// aclRoot, if set, is the root of the services' layouts whose ACL rules the nodes
+	// created get (--root of paddock task and the like); nil means "/".
+	aclRoot        *string
 	timeout        time.Duration
 	sessionTimeout time.Duration
 
@@ -98,8 +102,7 @@ lock the exit status of the command it ran.`,
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&z.servers, "server", "127.0.0.1:2181", "`host:port`[,host:port...] of the ensemble's servers")
-	pf.StringArrayVar(&z.auth, "auth", nil,
-		"add `scheme:credentials` to the session, as in digest:user:password (repeatable)")
+	addAccessFlags(pf, &z.access)
 	pf.DurationVar(&z.timeout, "timeout", 10*time.Second, "bound on connecting and on each operation")
 	pf.DurationVar(&z.sessionTimeout, "session-timeout", 15*time.Second,
 		"session timeout to ask for (lock: how long a partition may last before the lock is lost)")
@@ -107,7 +110,7 @@ lock the exit status of the command it ran.`,
 		return z.finish(c, &exitError{code: 2, err: err, usage: true})
 	})
 	cmd.AddCommand(z.lsCmd(), z.getCmd(), z.statCmd(), z.setCmd(), z.createCmd(), z.deleteCmd(),
-		z.deleteAllCmd(), z.watchCmd(), z.lockCmd())
+		z.deleteAllCmd(), z.watchCmd(), z.lockCmd(), z.migrateACLsCmd())
 	return cmd
 }
 
@@ -185,13 +188,23 @@ func (z *zkCLI) connect(ctx context.Context, cmd *cobra.Command) (*zkClient, err
 		}
 	}
 	cfg.SessionTimeout = z.sessionTimeout
-	for _, a := range z.auth {
-		auth, err := coordinator.ParseAuth(a)
-		if err != nil {
-			return nil, usageError("--auth %q: want scheme:credentials, as in digest:user:password", a)
+	for i, a := range z.access.Auth {
+		if _, err := coordinator.ParseAuth(a); err != nil {
+			return nil, usageError("--auth #%d: want scheme:credentials, as in digest:user:password (the value is not shown)", i+1)
 		}
-		cfg.Auth = append(cfg.Auth, auth)
 	}
+	if errs := z.access.Check(); len(errs) > 0 {
+		return nil, usageError("%w", errors.Join(errs...))
+	}
+	root := "/"
+	if z.aclRoot != nil {
+		root = *z.aclRoot
+	}
+	ac, err := z.access.Config(cfg.Servers, cfg.SessionTimeout, nil, platformRules(root, web.DefaultConfig().AuditRoot))
+	if err != nil {
+		return nil, usageError("%w", err)
+	}
+	cfg.Auth, cfg.TLS, cfg.Policy = ac.Auth, ac.TLS, ac.Policy
 	if err := cfg.Validate(); err != nil {
 		return nil, usageError("--server %q, --session-timeout %v: %w", z.servers, z.sessionTimeout, err)
 	}
@@ -529,7 +542,7 @@ must have TTL nodes enabled (extendedTypesEnabled).`,
 
 func (c *zkClient) create(ctx context.Context, path string, data []byte, ephemeral, sequential, container bool,
 	ttl time.Duration) (string, error) {
-	acl := c.s.ACL()
+	acl := c.s.ACLFor(path)
 	return do(ctx, c, path, -1, func() (string, error) {
 		switch {
 		case container:

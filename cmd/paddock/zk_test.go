@@ -282,7 +282,7 @@ func TestZKUsageErrors(t *testing.T) {
 		{"unknown flag", []string{"get", "--nope", "/a"}, "unknown flag: --nope"},
 		{"bad timeout", []string{"--timeout", "soon", "get", "/"}, `invalid argument "soon"`},
 		{"zero timeout", []string{"--timeout", "0s", "get", "/"}, "--timeout 0s: must be positive"},
-		{"bad auth", []string{"--auth", "nocolon", "get", "/"}, `--auth "nocolon"`},
+		{"bad auth", []string{"--auth", "nocolon", "get", "/"}, `--auth #1: want scheme:credentials`},
 		{"bad server", []string{"--server", "nowhere", "get", "/"}, `server "nowhere": want host:port`},
 		{"container and ephemeral", []string{"create", "-c", "-e", "/x"}, "a container cannot be ephemeral"},
 		{"ephemeral ttl", []string{"create", "-e", "-t", "1m", "/x"}, "a TTL node must be persistent"},
@@ -309,6 +309,9 @@ func TestZKUsageErrors(t *testing.T) {
 			}
 			if stdout.Len() != 0 {
 				t.Errorf("stdout %q, want nothing", stdout.String())
+			}
+			if tt.name == "bad auth" && strings.Contains(stderr.String(), "nocolon") {
+				t.Errorf("stderr %q shows the credentials", stderr.String())
 			}
 		})
 	}

@@ -36,9 +36,17 @@ type bus struct {
 	admin    *replicator.Admin
 	layout   replicator.Layout
 	procs    map[string]*testutil.Child
+	// args are added to every replicator process's command line (credentials).
+	args []string
 }
 
 func newBus(t testing.TB) *bus {
+	t.Helper()
+	return newBusAs(t, coordinator.Access{})
+}
+
+// newBusAs is newBus whose admin (the console's part) connects with access.
+func newBusAs(t testing.TB, access coordinator.Access) *bus {
 	t.Helper()
 	b := &bus{
 		t:      t,
@@ -49,12 +57,16 @@ func newBus(t testing.TB) *bus {
 		procs:  map[string]*testutil.Child{},
 	}
 	b.src, b.dst = b.source.Open(t, ""), b.target.Open(t, "")
-	s, err := coordinator.Connect(context.Background(), coordinator.Config{Servers: []string{b.addr}, SessionTimeout: 4 * time.Second})
+	b.layout, _ = replicator.NewLayout("/")
+	cc, err := access.Config([]string{b.addr}, 4*time.Second, nil, b.layout.ACLRules())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := coordinator.Connect(context.Background(), cc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	b.layout, _ = replicator.NewLayout("/")
 	b.admin = replicator.NewAdmin(s, b.layout)
 	t.Cleanup(b.checkLogs)
 	return b
@@ -74,7 +86,7 @@ func (b *bus) createTask(name, db string) {
 func (b *bus) start(host string, args ...string) *testutil.Child {
 	b.t.Helper()
 	args = append([]string{"replicator", "--zk", b.addr, "--host", host, "--session-timeout", sessionTimeout.String(),
-		"--log-level", "debug"}, args...)
+		"--log-level", "debug"}, append(b.args, args...)...)
 	p, err := testutil.StartChild(b.t, filepath.Join(b.dir, host+".log"), nil, paddock.Path(b.t), args...)
 	if err != nil {
 		b.t.Fatal(err)

@@ -146,14 +146,7 @@ func TestUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &cluster{t: t, addr: addr, layout: task.DefaultLayout}
-	var s *coordinator.Session
-	testutil.Eventually(t, 20*time.Second, 50*time.Millisecond, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		s, err = coordinator.Connect(ctx, coordinator.Config{Servers: []string{addr}, SessionTimeout: 4 * time.Second})
-		return err == nil
-	}, "paddock up serves on %s:\n%s", addr, up.LogTail(20))
-	defer s.Close()
+	s := upSession(t, up, addr, filepath.Join(dir, "data"), coordinator.RoleSubmitter)
 	c.s, c.client = s, task.NewClient(s, c.layout)
 	testutil.Eventually(t, 20*time.Second, 50*time.Millisecond, func() bool {
 		ws, _, err := s.Conn().Children(c.layout.Workers())
@@ -161,8 +154,9 @@ func TestUp(t *testing.T) {
 	}, "two workers register")
 	id := c.submit(task.Spec{Command: "sh", Args: []string{"-c", "echo up"}})
 	if tk := c.waitAll([]string{id}, 30*time.Second)[id]; tk.State != task.Done || tk.Status.OutputTail != "up\n" {
-		t.Fatalf("%s: %s, output %q", id, tk.State, tk.Status.OutputTail)
+		t.Fatalf("%s: %s, output %q, error %q", id, tk.State, tk.Status.OutputTail, tk.Status.Error)
 	}
+	upAttacks(t, addr, filepath.Join(dir, "data"), up)
 	// The log collector ships the platform's own log, the demo source.
 	testutil.Eventually(t, 20*time.Second, 100*time.Millisecond, func() bool {
 		b, err := os.ReadFile(filepath.Join(dir, "data", "logs", "paddock.jsonl"))

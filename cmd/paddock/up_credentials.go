@@ -1,0 +1,72 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/paddock/paddock/coordinator"
+	"github.com/paddock/paddock/web"
+)
+
+// credentialsDirName is the directory, in the data directory, of the platform's
+// credentials under paddock up: one file per role (digest:<role>:<password>, mode
+// 0600), made on the first start, and roles, the ACL ids of them all.
+const credentialsDirName = "credentials"
+
+// platform is the identities of a platform run by paddock up.
+type platform struct {
+	dir         string // <data-dir>/credentials
+	superDigest string // the admin's digest id: the server's superDigest
+}
+
+// platformCredentials reads the platform's credentials from dataDir/credentials,
+// making what is missing: a random password per role (a second start reuses them).
+func platformCredentials(dataDir string) (platform, error) {
+	p := platform{dir: filepath.Join(dataDir, credentialsDirName)}
+	if err := os.MkdirAll(p.dir, 0o700); err != nil {
+		return p, err
+	}
+	var roles []string
+	for _, role := range coordinator.KnownRoles {
+		a, err := roleAuth(filepath.Join(p.dir, role), role)
+		if err != nil {
+			return p, err
+		}
+		id := coordinator.IDOf(a)
+		roles = append(roles, role+"="+id.String())
+		if role == coordinator.RoleAdmin {
+			p.superDigest = id.ID
+		}
+	}
+	err := os.WriteFile(p.rolesFile(), []byte(strings.Join(roles, "\n")+"\n"), 0o600)
+	return p, err
+}
+
+// roleAuth reads the digest credentials of role from path, or makes them.
+func roleAuth(path, role string) (coordinator.Auth, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		line := "digest:" + role + ":" + web.NewPassword()
+		if err := os.WriteFile(path, []byte(line+"\n"), 0o600); err != nil {
+			return coordinator.Auth{}, err
+		}
+		data = []byte(line)
+	} else if err != nil {
+		return coordinator.Auth{}, err
+	}
+	a, err := coordinator.ParseAuth(strings.TrimSpace(string(data)))
+	if err != nil || a.Scheme != "digest" {
+		return coordinator.Auth{}, fmt.Errorf("%s: want one line digest:%s:<password>", path, role)
+	}
+	return a, nil
+}
+
+func (p platform) rolesFile() string { return filepath.Join(p.dir, "roles") }
+
+// access returns how the service of role connects.
+func (p platform) access(role string) coordinator.Access {
+	return coordinator.Access{AuthFile: filepath.Join(p.dir, role), RolesFile: p.rolesFile()}
+}

@@ -1,0 +1,45 @@
+package task
+
+import (
+	"github.com/go-zookeeper/zk"
+
+	"github.com/paddock/paddock/coordinator"
+)
+
+const (
+	r  = zk.PermRead
+	cr = zk.PermCreate | zk.PermRead
+)
+
+// ACLRules returns the ACLs of the cluster's nodes under l, by role (docs/security.md
+// has them as a table): only submitters, the console and the master create under
+// /tasks; workers read tasks and create their outcome under a task; only the master
+// (and the console) makes assignments, and only the worker (and the master) takes
+// one away; nobody but the admin (and a worker, on a task node: see below) changes a
+// node's ACL. The console and the admin have
+// all permissions everywhere else; unauthenticated clients have none.
+func (l Layout) ACLRules() []coordinator.Rule {
+	const (
+		all  = zk.PermAll &^ zk.PermAdmin
+		crd  = zk.PermCreate | zk.PermRead | zk.PermDelete
+		rwd  = zk.PermRead | zk.PermWrite | zk.PermDelete
+		crdw = crd | zk.PermWrite
+	)
+	g := func(grants ...coordinator.Grant) []coordinator.Grant {
+		return append([]coordinator.Grant{{Role: coordinator.RoleConsole, Perms: all}}, grants...)
+	}
+	m, w, s := coordinator.RoleMaster, coordinator.RoleWorker, coordinator.RoleSubmitter
+	return []coordinator.Rule{
+		{Pattern: l.Tasks(), Grants: g(coordinator.Grant{Role: s, Perms: cr}, coordinator.Grant{Role: m, Perms: cr}, coordinator.Grant{Role: w, Perms: r})},
+		// The worker's ADMIN is what lets it read the node's ACL unmasked (ZooKeeper masks
+		// digest ids for others), to check it before it runs the task.
+		{Pattern: l.join("tasks", "*"), Grants: g(coordinator.Grant{Role: s, Perms: cr}, coordinator.Grant{Role: m, Perms: cr}, coordinator.Grant{Role: w, Perms: cr | zk.PermAdmin})},
+		{Pattern: l.join("tasks", "*", "*"), Grants: g(coordinator.Grant{Role: s, Perms: r}, coordinator.Grant{Role: m, Perms: r}, coordinator.Grant{Role: w, Perms: r})},
+		{Pattern: l.Master(), Grants: g(coordinator.Grant{Role: m, Perms: all}, coordinator.Grant{Role: w, Perms: r}, coordinator.Grant{Role: s, Perms: r})},
+		{Pattern: l.Workers(), Grants: g(coordinator.Grant{Role: w, Perms: cr}, coordinator.Grant{Role: m, Perms: cr}, coordinator.Grant{Role: s, Perms: r})},
+		{Pattern: l.join("workers", "*"), Grants: g(coordinator.Grant{Role: w, Perms: all}, coordinator.Grant{Role: m, Perms: r}, coordinator.Grant{Role: s, Perms: r})},
+		{Pattern: l.Assign(), Grants: g(coordinator.Grant{Role: m, Perms: crdw}, coordinator.Grant{Role: w, Perms: cr}, coordinator.Grant{Role: s, Perms: r})},
+		{Pattern: l.join("assign", "*"), Grants: g(coordinator.Grant{Role: m, Perms: crd}, coordinator.Grant{Role: w, Perms: crd}, coordinator.Grant{Role: s, Perms: r})},
+		{Pattern: l.join("assign", "*", "*"), Grants: g(coordinator.Grant{Role: m, Perms: rwd}, coordinator.Grant{Role: w, Perms: rwd}, coordinator.Grant{Role: s, Perms: r})},
+	}
+}

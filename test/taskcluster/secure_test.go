@@ -1,0 +1,226 @@
+package taskcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/paddock/paddock/coordinator"
+	"github.com/paddock/paddock/internal/testutil"
+	"github.com/paddock/paddock/replicator"
+	"github.com/paddock/paddock/task"
+	"github.com/paddock/paddock/web"
+)
+
+// upSession connects to a platform started by paddock up (data in dataDir) as role,
+// with the credentials paddock up made, once it serves.
+func upSession(t *testing.T, up *testutil.Child, addr, dataDir, role string) *coordinator.Session {
+	t.Helper()
+	creds := filepath.Join(dataDir, "credentials")
+	access := coordinator.Access{AuthFile: filepath.Join(creds, role), RolesFile: filepath.Join(creds, "roles")}
+	wc := web.DefaultConfig()
+	var s *coordinator.Session
+	testutil.Eventually(t, 20*time.Second, 50*time.Millisecond, func() bool {
+		cc, err := access.Config([]string{addr}, 4*time.Second, nil, wc.ACLRules())
+		if err != nil {
+			return false // not made yet
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		s, err = coordinator.Connect(ctx, cc)
+		return err == nil
+	}, "paddock up serves on %s, credentials in %s:\n%s", addr, creds, up.LogTail(20))
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// anonymous connects to addr with go-zookeeper/zk and no credentials, as an attacker
+// who can reach the port would.
+func anonymous(t *testing.T, addr string) *zk.Conn {
+	t.Helper()
+	conn, events, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	for ev := range events {
+		if ev.State == zk.StateHasSession {
+			break
+		}
+	}
+	return conn
+}
+
+// upAttacks checks, on a platform started by paddock up, what the issue's attacker
+// tried: an unauthenticated client cannot submit a task, read a replication task's
+// DSN or delete the audit log; a service's identity can do only its role's part.
+func upAttacks(t *testing.T, addr, dataDir string, up *testutil.Child) {
+	t.Helper()
+	l := task.DefaultLayout
+	anon := anonymous(t, addr)
+	if _, err := anon.Create(l.Task("task-"), []byte(`{"command":"sh","args":["-c","touch /tmp/pwned"]}`),
+		zk.FlagSequence, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("unauthenticated create under /tasks: %v, want %v", err, zk.ErrNoAuth)
+	}
+	if _, _, err := anon.Children(l.Tasks()); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("unauthenticated list of /tasks: %v, want %v", err, zk.ErrNoAuth)
+	}
+	// A worker's identity cannot submit either.
+	worker := upSession(t, up, addr, dataDir, coordinator.RoleWorker)
+	if _, err := worker.Conn().Create(l.Task("task-"), nil, zk.FlagSequence, worker.ACLFor(l.Task("task-"))); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("worker's create under /tasks: %v, want %v", err, zk.ErrNoAuth)
+	}
+
+	// A submitter that makes its task writable by all gets it refused by the worker:
+	// anyone could have changed the command.
+	sub := upSession(t, up, addr, dataDir, coordinator.RoleSubmitter)
+	marker := filepath.Join(t.TempDir(), "ran")
+	p, err := sub.Conn().Create(l.Task("task-"), []byte(`{"command":"touch","args":["`+marker+`"]}`), zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tk, err := task.NewClient(sub, l).Wait(ctx, filepath.Base(p))
+	if err != nil || tk.State != task.Failed || !strings.Contains(tk.Status.Error, "not protected") {
+		t.Errorf("a task open to all: %v, %+v, want failed, not protected", err, tk)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("a task open to all ran")
+	}
+
+	// A replication task's definition, with a password in its DSNs, made by the console.
+	console := upSession(t, up, addr, dataDir, coordinator.RoleConsole)
+	rl, _ := replicator.NewLayout("/")
+	def := replicator.TaskDef{Source: "repl:S3cretSrcPw@tcp(127.0.0.1:3306)/", Target: "w:S3cretDstPw@tcp(127.0.0.1:3307)/", ServerID: 4242}
+	if err := replicator.NewAdmin(console, rl).Create(context.Background(), "orders", def); err != nil {
+		t.Fatal(err)
+	}
+	for name, conn := range map[string]*zk.Conn{"unauthenticated": anon, "worker": worker.Conn()} {
+		if data, _, err := conn.Get(rl.Task("orders")); !errors.Is(err, zk.ErrNoAuth) {
+			t.Errorf("%s read of %s: %v (%q), want %v", name, rl.Task("orders"), err, data, zk.ErrNoAuth)
+		}
+	}
+	rep := upSession(t, up, addr, dataDir, coordinator.RoleReplicator)
+	if data, _, err := rep.Conn().Get(rl.Task("orders")); err != nil || !strings.Contains(string(data), "S3cretSrcPw") {
+		t.Errorf("replicator's read of %s: %v, %q", rl.Task("orders"), err, data)
+	}
+
+	// The audit log: the console appends; nobody but the admin deletes or rewrites.
+	audit := web.DefaultConfig().AuditRoot
+	entry, err := console.Conn().Create(audit+"/entry-", []byte(`{}`), zk.FlagSequence, console.ACLFor(audit+"/entry-"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, conn := range map[string]*zk.Conn{"unauthenticated": anon, "console": console.Conn()} {
+		if err := conn.Delete(entry, -1); !errors.Is(err, zk.ErrNoAuth) {
+			t.Errorf("%s delete of %s: %v, want %v", name, entry, err, zk.ErrNoAuth)
+		}
+		if _, err := conn.Set(entry, []byte(`{"forged":true}`), -1); !errors.Is(err, zk.ErrNoAuth) {
+			t.Errorf("%s set of %s: %v, want %v", name, entry, err, zk.ErrNoAuth)
+		}
+		if err := conn.Delete(audit, -1); !errors.Is(err, zk.ErrNoAuth) && !errors.Is(err, zk.ErrNotEmpty) {
+			t.Errorf("%s delete of %s: %v, want %v", name, audit, err, zk.ErrNoAuth)
+		}
+	}
+	if _, err := anon.Create(audit+"/entry-", []byte(`{"forged":true}`), zk.FlagSequence, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("unauthenticated append to %s: %v, want %v", audit, err, zk.ErrNoAuth)
+	}
+	admin := upSession(t, up, addr, dataDir, coordinator.RoleAdmin)
+	if err := admin.Conn().Delete(entry, -1); err != nil {
+		t.Errorf("admin (the superuser) delete of %s: %v", entry, err)
+	}
+	// The credentials are the owner's only.
+	for _, role := range coordinator.KnownRoles {
+		fi, err := os.Stat(filepath.Join(dataDir, "credentials", role))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("credentials/%s: %v, mode %v, want 0600", role, err, fi.Mode().Perm())
+		}
+	}
+}
+
+// TestUpMigratesOpenACLs: data made by an older paddock (every node world:anyone
+// cdrwa) gets its role ACLs when paddock up starts on it, and a task left pending in
+// it still runs.
+func TestUpMigratesOpenACLs(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	port, err := testutil.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	// The older platform: a plain server, nodes open to all.
+	old, err := testutil.StartChild(t, filepath.Join(dir, "server.log"), nil, paddock.Path(t),
+		"server", "--data-dir", data, "--client-addr", addr, "--admin-addr=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var anon *zk.Conn
+	testutil.Eventually(t, 20*time.Second, 50*time.Millisecond, func() bool {
+		conn, _, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithLogInfo(false))
+		if err != nil {
+			return false
+		}
+		if _, _, err := conn.Exists("/"); err != nil {
+			conn.Close()
+			return false
+		}
+		anon = conn
+		return true
+	}, "paddock server serves on %s", addr)
+	l := task.DefaultLayout
+	open := zk.WorldACL(zk.PermAll)
+	for _, p := range []string{l.Tasks(), "/mysql_replicator", "/mysql_replicator/tasks", "/paddock", "/paddock/audit"} {
+		if _, err := anon.Create(p, nil, 0, open); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id, err := anon.Create(l.Task("task-"), []byte(`{"command":"sh","args":["-c","echo old"]}`), zk.FlagSequence, open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := anon.Create("/mysql_replicator/tasks/orders", []byte(`{"source":"u:S3cretSrcPw@tcp(127.0.0.1:1)/"}`), 0, open); err != nil {
+		t.Fatal(err)
+	}
+	anon.Close()
+	if err := old.Stop(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	up, err := testutil.StartChild(t, filepath.Join(dir, "up.log"), nil, paddock.Path(t),
+		"up", "--data-dir", data, "--client-addr", addr, "--admin-addr=", "--metrics-port", "0", "--listen", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := upSession(t, up, addr, data, coordinator.RoleSubmitter)
+	c := &cluster{t: t, addr: addr, layout: l, s: s, client: task.NewClient(s, l)}
+	id = filepath.Base(id)
+	if tk := c.waitAll([]string{id}, 30*time.Second)[id]; tk.State != task.Done || tk.Status.OutputTail != "old\n" {
+		t.Fatalf("%s: %s, output %q, error %q", id, tk.State, tk.Status.OutputTail, tk.Status.Error)
+	}
+	anon = anonymous(t, addr)
+	admin := upSession(t, up, addr, data, coordinator.RoleAdmin)
+	for _, p := range []string{l.Tasks(), l.Task(id), "/mysql_replicator/tasks/orders", "/paddock/audit"} {
+		acl, _, err := admin.Conn().GetACL(p)
+		if err != nil || coordinator.OpenToWorld(acl) {
+			t.Errorf("%s after paddock up: acl %v, %v: still open to all", p, acl, err)
+		}
+	}
+	if _, _, err := anon.Get("/mysql_replicator/tasks/orders"); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("unauthenticated read of a migrated DSN: %v, want %v", err, zk.ErrNoAuth)
+	}
+	if _, err := anon.Create(l.Task("task-"), nil, zk.FlagSequence, open); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("unauthenticated create under migrated /tasks: %v, want %v", err, zk.ErrNoAuth)
+	}
+	if err := up.Stop(20 * time.Second); err != nil {
+		t.Fatalf("paddock up after SIGTERM: %v\n%s", err, up.LogTail(20))
+	}
+}
