@@ -51,8 +51,10 @@ type Config struct {
 
 // ServerConf is the server configuration the conf command prints.
 type ServerConf struct {
-	// ClientPort is the port the client listener is bound to.
-	ClientPort int
+	// ClientPort is the port the client listener is bound to; SecureClientPort the TLS
+	// one's. Either is -1 when there is no such listener.
+	ClientPort       int
+	SecureClientPort int
 	// DataDir holds the snapshots; DataLogDir the log, or "" when it is DataDir.
 	DataDir    string
 	DataLogDir string

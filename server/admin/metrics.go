@@ -111,6 +111,8 @@ type statsCollector struct {
 	sessionlessExpired, framesRejected, largeResponses      *prometheus.Desc
 	connsDropped, throttleWaits, connThrottleWaits, queued  *prometheus.Desc
 	peerRefused                                             *prometheus.Desc
+
+	tlsHandshakesFailed *prometheus.Desc
 }
 
 func newStatsCollector(a *Admin) *statsCollector {
@@ -138,6 +140,8 @@ func newStatsCollector(a *Admin) *statsCollector {
 		throttleWaits:      d("request_throttle_waits_total", "Times a connection stopped reading because the server had its limit of requests outstanding."),
 		connThrottleWaits:  d("connection_throttle_waits_total", "Times a connection stopped reading because it had its own limit of requests outstanding."),
 		queued:             d("queued_bytes", "Bytes of replies and notifications queued for clients and not yet written."),
+		tlsHandshakesFailed: d("tls_handshakes_failed_total",
+			"Connections to the secure client port closed because their TLS handshake failed or timed out."),
 		peerRefused: d("peer_refused_total", "What an ensemble member refused of the other members' input, by kind: "+
 			"connections, frames, raft messages, proposals, notes; and committed entries skipped or undecodable.", "kind"),
 	}
@@ -147,7 +151,7 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.info, c.znodes, c.dataSize, c.ephemerals, c.watches,
 		c.sessions, c.connections, c.outstanding, c.received, c.sent, c.fsyncSlowDesc,
 		c.sessionlessExpired, c.framesRejected, c.largeResponses, c.connsDropped, c.throttleWaits,
-		c.connThrottleWaits, c.queued, c.peerRefused} {
+		c.connThrottleWaits, c.queued, c.peerRefused, c.tlsHandshakesFailed} {
 		ch <- d
 	}
 }
@@ -178,6 +182,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	count(c.connsDropped, l.ConnectionsDropped)
 	count(c.throttleWaits, l.ThrottleWaits)
 	count(c.connThrottleWaits, l.ConnThrottleWaits)
+	count(c.tlsHandshakesFailed, l.TLSHandshakesFailed)
 	gauge(c.queued, l.QueuedBytes)
 	if q := st.Quorum; q != nil {
 		r := q.Refused
