@@ -77,8 +77,8 @@ func (c *Config) Validate() error {
 	if c.FsyncWarning < 0 {
 		errs = append(errs, fmt.Errorf("fsync_warning = %v: must be >= 0", c.FsyncWarning))
 	}
-	if c.Server.ClientPort < 0 || c.Server.ClientPort > 65535 {
-		errs = append(errs, fmt.Errorf("client_port = %d: must be in [0, 65535]", c.Server.ClientPort))
+	if c.Server.ClientPort < -1 || c.Server.ClientPort > 65535 {
+		errs = append(errs, fmt.Errorf("client_port = %d: must be in [0, 65535], or -1 for none", c.Server.ClientPort))
 	}
 	return errors.Join(errs...)
 }
