@@ -234,7 +234,8 @@ func TestClientTLSConfigErrors(t *testing.T) {
 	}
 }
 
-// TestSubjectDN: subjects print as Java's X500Principal.getName() does.
+// TestSubjectDN: subjects print as Java's X500Principal.getName() does (each case
+// checked against Java 17's).
 func TestSubjectDN(t *testing.T) {
 	oid := func(ids ...int) asn1.ObjectIdentifier { return ids }
 	var (
@@ -244,6 +245,9 @@ func TestSubjectDN(t *testing.T) {
 		email  = oid(1, 2, 840, 113549, 1, 9, 1)
 		serial = oid(2, 5, 4, 5)
 	)
+	raw := func(tag int, value string) pkix.RDNSequence {
+		return pkix.RDNSequence{{{Type: cn, Value: asn1.RawValue{Tag: tag, Bytes: []byte(value)}}}}
+	}
 	tests := []struct {
 		name string
 		dn   pkix.RDNSequence
@@ -262,6 +266,11 @@ func TestSubjectDN(t *testing.T) {
 			"CN=x,2.5.4.5=#13023432,1.2.840.113549.1.9.1=#0c03614062"},
 		{"multi-valued", pkix.RDNSequence{{{Type: cn, Value: "a"}, {Type: uid, Value: "b"}}}, "CN=a+UID=b"},
 		{"unicode", pkix.Name{CommonName: "jürgen"}.ToRDNSequence(), "CN=jürgen"},
+		{"BMPString bytes read as UTF-8, as Java does", raw(asn1.TagBMPString, "\x00b\x00m"), `CN=\00b\00m`},
+		{"NUL", raw(asn1.TagUTF8String, "\x00 "), `CN=\00\ `},
+		{"IA5String", raw(asn1.TagIA5String, "i"), "CN=i"},
+		{"VisibleString in hex", raw(26, "v"), "CN=#1a0176"},
+		{"UniversalString in hex", raw(28, "\x00\x00\x00u"), "CN=#1c0400000075"},
 		{"empty", pkix.RDNSequence{}, ""},
 	}
 	for _, tt := range tests {
@@ -278,5 +287,10 @@ func TestSubjectDN(t *testing.T) {
 	}
 	if _, err := server.SubjectDN([]byte{0x30, 0x05, 0x01}); err == nil {
 		t.Error("SubjectDN of garbage: no error")
+	}
+	// Java prints U+FFFD for bytes that are not UTF-8, by rules of its own: refused.
+	notUTF8, _ := asn1.Marshal(raw(asn1.TagUTF8String, "a\xffb"))
+	if dn, err := server.SubjectDN(notUTF8); err == nil {
+		t.Errorf("SubjectDN of a value that is not UTF-8 = %q, want an error", dn)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/paddock/paddock/server/datatree"
@@ -76,7 +75,8 @@ var dnKeywords = map[string]string{
 // X500Principal.getName() does, which is the x509 identity ZooKeeper gives a client:
 // RFC 2253, the most specific name first (CN=alice,OU=dev,O=acme), no spaces, the
 // keywords above and OIDs for other types, ,=+<>#;"\ escaped with a backslash, as are
-// leading and trailing spaces.
+// leading and trailing spaces. A text value that is not UTF-8 is an error. Checked
+// against Java 17's X500Principal, case by case.
 func SubjectDN(raw []byte) (string, error) {
 	var seq []rdnSET
 	rest, err := asn1.Unmarshal(raw, &seq)
@@ -95,65 +95,41 @@ func SubjectDN(raw []byte) (string, error) {
 			if j > 0 {
 				b.WriteByte('+')
 			}
-			writeAttribute(&b, a)
+			if err := writeAttribute(&b, a); err != nil {
+				return "", err
+			}
 		}
 	}
 	return b.String(), nil
 }
 
-func writeAttribute(b *strings.Builder, a attribute) {
+func writeAttribute(b *strings.Builder, a attribute) error {
 	kw, known := dnKeywords[a.Type.String()]
 	if !known {
 		kw = a.Type.String()
 	}
 	b.WriteString(kw)
 	b.WriteByte('=')
-	s, isString := attributeString(a.Value)
-	if !known || !isString {
+	if !known || !javaStringTags[a.Value.Tag] || a.Value.Class != asn1.ClassUniversal {
 		b.WriteByte('#')
 		b.WriteString(hex.EncodeToString(a.Value.FullBytes))
-		return
+		return nil
 	}
-	writeEscaped(b, s)
+	if !utf8.Valid(a.Value.Bytes) {
+		// Java would print U+FFFD for the bad bytes, by rules of its own: refused rather
+		// than given an identity that may not be ZooKeeper's.
+		return fmt.Errorf("%s: value is not UTF-8", kw)
+	}
+	writeEscaped(b, string(a.Value.Bytes))
+	return nil
 }
 
-// attributeString decodes a directory string value: Java reads PrintableString,
-// IA5String, UTF8String and the like as text, T61String as ISO-8859-1, BMPString as
-// UTF-16 and UniversalString as UTF-32.
-func attributeString(v asn1.RawValue) (string, bool) {
-	if v.Class != asn1.ClassUniversal {
-		return "", false
-	}
-	switch v.Tag {
-	case asn1.TagUTF8String, asn1.TagPrintableString, asn1.TagIA5String, asn1.TagNumericString, 26: // 26: VisibleString
-		return string(v.Bytes), utf8.Valid(v.Bytes)
-	case asn1.TagT61String:
-		r := make([]rune, len(v.Bytes))
-		for i, c := range v.Bytes {
-			r[i] = rune(c)
-		}
-		return string(r), true
-	case asn1.TagBMPString:
-		if len(v.Bytes)%2 != 0 {
-			return "", false
-		}
-		u := make([]uint16, len(v.Bytes)/2)
-		for i := range u {
-			u[i] = uint16(v.Bytes[2*i])<<8 | uint16(v.Bytes[2*i+1])
-		}
-		return string(utf16.Decode(u)), true
-	case 28: // UniversalString
-		if len(v.Bytes)%4 != 0 {
-			return "", false
-		}
-		r := make([]rune, len(v.Bytes)/4)
-		for i := range r {
-			p := v.Bytes[4*i:]
-			r[i] = rune(uint32(p[0])<<24 | uint32(p[1])<<16 | uint32(p[2])<<8 | uint32(p[3]))
-		}
-		return string(r), true
-	}
-	return "", false
+// javaStringTags are the value types Java's RFC 2253 printing shows as text: it reads
+// their bytes as UTF-8, whatever the type says (a BMPString's too). It prints others,
+// UniversalString, NumericString and VisibleString among them, in hex.
+var javaStringTags = map[int]bool{
+	asn1.TagUTF8String: true, asn1.TagPrintableString: true, asn1.TagT61String: true,
+	asn1.TagIA5String: true, 27 /* GeneralString */ : true, asn1.TagBMPString: true,
 }
 
 // dnEscaped are the characters Java's RFC 2253 printing escapes wherever they are
@@ -161,11 +137,15 @@ func attributeString(v asn1.RawValue) (string, bool) {
 const dnEscaped = `,=+<>#;"\`
 
 // writeEscaped writes a value as Java's AVA.toRFC2253String does: dnEscaped escaped,
-// and the spaces (and carriage returns) it starts or ends with.
+// NUL as \00, and the spaces (and carriage returns) it starts or ends with.
 func writeEscaped(b *strings.Builder, s string) {
 	var esc []rune
 	for _, r := range s {
-		if strings.ContainsRune(dnEscaped, r) {
+		switch {
+		case r == 0:
+			esc = append(esc, '\\', '0', '0')
+			continue
+		case strings.ContainsRune(dnEscaped, r):
 			esc = append(esc, '\\')
 		}
 		esc = append(esc, r)
