@@ -29,7 +29,8 @@ func (c *conn) addCertIdentity(st tls.ConnectionState) error {
 	}
 	c.x509 = true
 	if su := c.s.cfg.X509SuperUser; su != "" && dn == su {
-		c.addIdentity(wire.Identity{Scheme: datatree.SchemeSuper, ID: dn})
+		// super with an empty id, as ZooKeeper 3.8's whoami shows it ("super: ").
+		c.addIdentity(wire.Identity{Scheme: datatree.SchemeSuper})
 	}
 	c.s.logger.Debug("client certificate verified", "remote", c.nc.RemoteAddr().String(), "x509", dn)
 	return nil

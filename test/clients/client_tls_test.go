@@ -2,6 +2,8 @@ package clients
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,11 +20,7 @@ import (
 // shuts another certificate (and the plain port) out, and the x509 super user passes.
 func TestClientsOverTLS(t *testing.T) {
 	ct := testutil.NewClientTLS(t)
-	cfg := testutil.PaddockConfig(t)
-	ct.Configure(&cfg)
-	cfg.X509SuperUser = "CN=admin"
-	srv := testutil.StartServer(t, cfg)
-	secure, plain := srv.SecureAddr().String(), srv.Addr().String()
+	secure, plain := startSecureServer(t, ct, "CN=admin")
 
 	t.Run("gozk", func(t *testing.T) {
 		alice := connectTLS(t, secure, ct, "gozk-alice")
@@ -66,10 +64,16 @@ func TestClientsOverTLS(t *testing.T) {
 		bob := runZkCliStepsWith(t, secure, zkCliTLSFlags(ct, ct.Issue(t, "zkcli-bob")), []cliStep{
 			{cmd: "get /zkcli-tls", want: []string{"Insufficient permission : /zkcli-tls"}},
 		})
+		// ZooKeeper 3.8 shows the x509 super user's super identity with an empty id.
+		admin := runZkCliStepsWith(t, secure, zkCliTLSFlags(ct, ct.Issue(t, "admin")), []cliStep{
+			{cmd: "get /zkcli-tls", want: []string{"z"}},
+			{cmd: "whoami", unordered: true, want: []string{"Auth scheme: User", "super: ", "x509: CN=admin", "ip: 127.0.0.1"}},
+		})
 		want := [][]string{{"Created /zkcli-tls"}, {"z"}, {"'x509,'CN=zkcli-alice", ": cdrwa"},
-			{"Auth scheme: User", "ip: 127.0.0.1", "x509: CN=zkcli-alice"}, {"Insufficient permission : /zkcli-tls"}}
-		for i, lines := range append(got, bob...) {
-			if err := matchLines(lines, want[i], i == 3); err != nil {
+			{"Auth scheme: User", "ip: 127.0.0.1", "x509: CN=zkcli-alice"}, {"Insufficient permission : /zkcli-tls"},
+			{"z"}, {"Auth scheme: User", "super: ", "x509: CN=admin", "ip: 127.0.0.1"}}
+		for i, lines := range append(append(got, bob...), admin...) {
+			if err := matchLines(lines, want[i], i == 3 || i == 6); err != nil {
 				t.Errorf("zkCli step %d: %v\n got: %q\nwant: %q", i, err, lines, want[i])
 			}
 		}
@@ -87,6 +91,35 @@ func TestClientsOverTLS(t *testing.T) {
 			}
 		}
 	})
+}
+
+// startSecureServer starts the server under test (see targetEnv) with a plain and a
+// secure client port, the latter with ct's certificates, client auth need and superUser
+// as the x509 super user, and returns both addresses.
+func startSecureServer(t *testing.T, ct *testutil.ClientTLS, superUser string) (secure, plain string) {
+	t.Helper()
+	if os.Getenv(targetEnv) == "zookeeper" {
+		port, err := testutil.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		z, err := testutil.StartZooKeeper(t, testutil.ZooKeeperOptions{FourLetterWords: "*", Config: []string{
+			fmt.Sprintf("secureClientPort=%d", port), "secureClientPortAddress=127.0.0.1",
+			"serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+			"ssl.keyStore.location=" + ct.ServerStore, "ssl.keyStore.type=PEM",
+			"ssl.trustStore.location=" + ct.CAFile, "ssl.trustStore.type=PEM",
+			"X509AuthenticationProvider.superUser=" + superUser,
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("127.0.0.1:%d", port), z.Addr
+	}
+	cfg := testutil.PaddockConfig(t)
+	ct.Configure(&cfg)
+	cfg.X509SuperUser = superUser
+	srv := testutil.StartServer(t, cfg)
+	return srv.SecureAddr().String(), srv.Addr().String()
 }
 
 // connectTLS opens a go-zookeeper/zk session to the secure port addr with a new client
