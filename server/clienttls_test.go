@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"crypto/x509/pkix"
 	"encoding/asn1"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,8 +68,15 @@ func tlsSession(t *testing.T, addr string, conf *tls.Config) (*conformance.Conn,
 func TestSecureClientPortRefusesWhatIsNotTLS(t *testing.T) {
 	ct := testutil.NewClientTLS(t)
 	const timeout = time.Second
-	srv := startSecure(t, ct, timeout, func(c *server.Config) { c.ClientTLSAuth = server.ClientAuthNone })
+	srv := startSecure(t, ct, timeout, func(c *server.Config) {
+		c.ClientTLSAuth = server.ClientAuthNone
+		c.FourLetterWords = []string{"conf"}
+	})
 	secure := srv.SecureAddr().String()
+	conf, err := testutil.FourLetterWord(srv.Addr().String(), "conf", 5*time.Second)
+	if want := "secureClientPort=" + strconv.Itoa(srv.SecureAddr().(*net.TCPAddr).Port) + "\n"; err != nil || !strings.Contains(conf, want) {
+		t.Errorf("conf = %q, %v; want it to show %q", conf, err, want)
+	}
 
 	plain, err := conformance.Dial(secure, 5*time.Second)
 	if err != nil {
@@ -203,6 +212,19 @@ func TestSecureClientPortAlone(t *testing.T) {
 	}
 	if _, err := tlsSession(t, srv.SecureAddr().String(), tlsConfig(t, ct, nil)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDefaultClientAddrIsLoopback: unconfigured, the plain client port is not on other
+// hosts' reach.
+func TestDefaultClientAddrIsLoopback(t *testing.T) {
+	cfg := server.DefaultConfig()
+	host, _, err := net.SplitHostPort(cfg.ClientAddr)
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+		t.Errorf("DefaultConfig().ClientAddr = %q, want a loopback address", cfg.ClientAddr)
+	}
+	if cfg.SecureClientAddr != "" {
+		t.Errorf("DefaultConfig().SecureClientAddr = %q, want none", cfg.SecureClientAddr)
 	}
 }
 
