@@ -2,13 +2,18 @@ package server_test
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"software.sslmate.com/src/go-pkcs12"
 
 	"github.com/paddock/paddock/coordinator"
 	"github.com/paddock/paddock/internal/testutil"
@@ -314,5 +319,52 @@ func TestSubjectDN(t *testing.T) {
 	notUTF8, _ := asn1.Marshal(raw(asn1.TagUTF8String, "a\xffb"))
 	if dn, err := server.SubjectDN(notUTF8); err == nil {
 		t.Errorf("SubjectDN of a value that is not UTF-8 = %q, want an error", dn)
+	}
+}
+
+// TestSecureClientPortPKCS12AndVersions: the server's key store may be PKCS12 with a
+// password; client_tls_enabled_protocols [TLSv1.3] refuses a TLS 1.2 client, counted.
+func TestSecureClientPortPKCS12AndVersions(t *testing.T) {
+	ct := testutil.NewClientTLS(t)
+	cert, err := tls.LoadX509KeyPair(ct.ServerStore, ct.ServerStore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p12, err := pkcs12.Modern.Encode(cert.PrivateKey, cert.Leaf, []*x509.Certificate{ct.CA.Certificate()}, "s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(t.TempDir(), "server.p12")
+	if err := os.WriteFile(store, p12, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := startSecure(t, ct, 5*time.Second, func(c *server.Config) {
+		c.ClientTLSKeyStore, c.ClientTLSKeyStorePassword = store, "s3cret"
+		c.ClientTLSAuth = server.ClientAuthNone
+		c.ClientTLSEnabledProtocols = []string{"TLSv1.3"}
+	})
+	secure := srv.SecureAddr().String()
+	old := tlsConfig(t, ct, nil)
+	old.MaxVersion = tls.VersionTLS12
+	if _, err := tlsSession(t, secure, old); err == nil {
+		t.Error("a TLS 1.2 client got a session from a TLS 1.3-only port")
+	}
+	if _, err := tlsSession(t, secure, tlsConfig(t, ct, nil)); err != nil {
+		t.Fatalf("a TLS 1.3 client: %v", err)
+	}
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, func() bool {
+		return srv.Stats().Limits.TLSHandshakesFailed == 1
+	}, "tls handshakes failed = %d, want 1", srv.Stats().Limits.TLSHandshakesFailed)
+
+	cfg := testutil.PaddockConfig(t)
+	ct.Configure(&cfg)
+	cfg.ClientTLSKeyStore, cfg.ClientTLSKeyStorePassword = store, "hunter2-x"
+	s, err := server.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err == nil || !strings.Contains(err.Error(), "client_tls_key_store") || strings.Contains(err.Error(), "hunter2-x") {
+		s.Close()
+		t.Errorf("start with a wrong key store password: %v; want an error naming client_tls_key_store, without the password", err)
 	}
 }
