@@ -12,12 +12,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"software.sslmate.com/src/go-pkcs12"
 
 	"github.com/paddock/paddock/coordinator"
 	"github.com/paddock/paddock/internal/testutil"
 	"github.com/paddock/paddock/server"
+	"github.com/paddock/paddock/server/datatree"
 	"github.com/paddock/paddock/server/wire"
 	"github.com/paddock/paddock/test/conformance"
 )
@@ -315,6 +317,10 @@ func TestSubjectDN(t *testing.T) {
 	if _, err := server.SubjectDN([]byte{0x30, 0x05, 0x01}); err == nil {
 		t.Error("SubjectDN of garbage: no error")
 	}
+	emptyRDN, _ := asn1.Marshal(pkix.RDNSequence{{{Type: cn, Value: "a"}}, {}})
+	if dn, err := server.SubjectDN(emptyRDN); err == nil {
+		t.Errorf("SubjectDN with an empty RDN = %q, want an error", dn)
+	}
 	// Java prints U+FFFD for bytes that are not UTF-8, by rules of its own: refused.
 	notUTF8, _ := asn1.Marshal(raw(asn1.TagUTF8String, "a\xffb"))
 	if dn, err := server.SubjectDN(notUTF8); err == nil {
@@ -367,4 +373,25 @@ func TestSecureClientPortPKCS12AndVersions(t *testing.T) {
 		s.Close()
 		t.Errorf("start with a wrong key store password: %v; want an error naming client_tls_key_store, without the password", err)
 	}
+}
+
+// FuzzSubjectDN: no subject, however malformed, panics the printing; what prints is
+// valid UTF-8 and reads back as an x509 ACL id.
+func FuzzSubjectDN(f *testing.F) {
+	for _, n := range []pkix.Name{{CommonName: "alice", OrganizationalUnit: []string{"dev"}}, {CommonName: ` #,+=;<>"\ `}} {
+		raw, _ := asn1.Marshal(n.ToRDNSequence())
+		f.Add(raw)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		dn, err := server.SubjectDN(raw)
+		if err != nil {
+			return
+		}
+		if !utf8.ValidString(dn) {
+			t.Errorf("SubjectDN = %q: not UTF-8", dn)
+		}
+		if !datatree.ValidX509ID(dn) {
+			t.Errorf("SubjectDN = %q, which is not a valid x509 ACL id", dn)
+		}
+	})
 }

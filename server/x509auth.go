@@ -89,6 +89,11 @@ func SubjectDN(raw []byte) (string, error) {
 	}
 	var b strings.Builder
 	for i := len(seq) - 1; i >= 0; i-- {
+		if len(seq[i]) == 0 {
+			// RFC 5280 wants one attribute at least; Java prints an empty part (",CN=a"):
+			// refused rather than matched against names no CA should issue.
+			return "", errors.New("an empty relative distinguished name")
+		}
 		if i < len(seq)-1 {
 			b.WriteByte(',')
 		}
