@@ -157,6 +157,9 @@ func (c *conn) tlsHandshake() bool {
 		err = c.addCertIdentity(tc.ConnectionState())
 	}
 	if err != nil {
+		if c.ctx.Err() != nil {
+			return false // closed by the server (it is stopping): no failure of the client's
+		}
 		// Anyone can open connections: Debug only, as for other failed handshakes.
 		c.s.limits.tlsHandshakeFailed.Add(1)
 		c.s.logger.Debug("closing connection: tls handshake failed", "remote", c.nc.RemoteAddr().String(), "err", err)
