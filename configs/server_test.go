@@ -13,7 +13,7 @@ import (
 )
 
 func TestServerKeys(t *testing.T) {
-	want := []string{"client_addr", "data_dir", "data_log_dir", "server_id", "tick_time",
+	want := []string{"client_addr", "secure_client_addr", "data_dir", "data_log_dir", "server_id", "tick_time",
 		"min_session_timeout", "max_session_timeout", "max_client_cnxns", "max_buffer",
 		"max_outstanding", "max_outstanding_per_conn", "max_queued_bytes", "handshake_timeout",
 		"super_digest", "sasl_jaas_config", "sasl_jaas_section", "sasl_passwords", "sasl_super_user",
@@ -23,7 +23,11 @@ func TestServerKeys(t *testing.T) {
 		"ensemble", "election_timeout", "reconfig_enabled", "join",
 		"quorum_tls", "quorum_key_store", "quorum_key_store_type", "quorum_key_store_password",
 		"quorum_trust_store", "quorum_trust_store_type", "quorum_trust_store_password",
-		"quorum_hostname_verification", "quorum_tls_protocol", "quorum_tls_enabled_protocols", "quorum_tls_cipher_suites"}
+		"quorum_hostname_verification", "quorum_tls_protocol", "quorum_tls_enabled_protocols", "quorum_tls_cipher_suites",
+		"client_tls_key_store", "client_tls_key_store_type", "client_tls_key_store_password",
+		"client_tls_trust_store", "client_tls_trust_store_type", "client_tls_trust_store_password",
+		"client_tls_auth", "client_tls_protocol", "client_tls_enabled_protocols", "client_tls_cipher_suites",
+		"x509_super_user"}
 	if got := serverSection.keys(); !slices.Equal(got, want) {
 		t.Errorf("server keys =\n%q\nwant\n%q", got, want)
 	}
@@ -184,7 +188,7 @@ func TestLoadServerPrecedence(t *testing.T) {
 		wantDir   string
 		wantAdmin string
 	}{
-		{"defaults", "", "", nil, ":2181", "data", "127.0.0.1:8081"},
+		{"defaults", "", "", nil, "127.0.0.1:2181", "data", "127.0.0.1:8081"},
 		{"file over defaults", file, "", nil, "file:1", "file-dir", "127.0.0.1:8081"},
 		{"env over file", file, "env:2", nil, "env:2", "file-dir", "127.0.0.1:8081"},
 		{"flag over env", file, "env:2", []string{"--client-addr=flag:3"}, "flag:3", "file-dir", "127.0.0.1:8081"},
@@ -260,7 +264,7 @@ func TestLoadServerErrors(t *testing.T) {
 		{name: "validate names env", env: map[string]string{"PADDOCK_SERVER_SNAP_COUNT": "1"},
 			want: []string{"server.snap_count = 1: must be >= 2 (from PADDOCK_SERVER_SNAP_COUNT)"}},
 		{name: "validate names flag", flags: []string{"--client-addr", "nowhere"},
-			want: []string{"server.client_addr = nowhere: want host:port (from flag --client-addr)"}},
+			want: []string{"server.client_addr = nowhere: want host:port, or empty with a secure_client_addr (from flag --client-addr)"}},
 		{name: "bad env value", env: map[string]string{"PADDOCK_SERVER_TICK_TIME": "soon"},
 			want: []string{`server.tick_time = "soon": want a duration like 2s (from PADDOCK_SERVER_TICK_TIME)`}},
 		{name: "unknown env", env: map[string]string{"PADDOCK_SERVER_TICKTIME": "2s"},

@@ -209,6 +209,7 @@ func (m *zooMapper) finish() (*zooCfg, error) {
 	case err == nil:
 		errs = append(errs, m.ensemble(c, id, hasID))
 	}
+	errs = append(errs, m.secureClientAddr(c))
 	m.adminAddr(c)
 	m.autopurge(c)
 	m.saslAuth(c)
@@ -280,8 +281,11 @@ func (m *zooMapper) clientAddr(c *zooCfg, self *zooServer) error {
 		return fmt.Errorf("%s: clientPortAddress is set but clientPort is not set: want clientPort too", m.path)
 	case self != nil && self.ClientAddr != "":
 		return m.lineClientAddr(c, self, host, port)
+	case !hasPort && m.got["secureClientPort"] != nil:
+		c.set("client_addr", "", "secureClientPort without clientPort") // TLS clients only, as in ZooKeeper
+		return nil
 	case !hasPort:
-		return fmt.Errorf("%s: clientPort is not set: want a port in [1, 65535] (paddock has no secureClientPort)", m.path)
+		return fmt.Errorf("%s: clientPort is not set: want a port in [1, 65535], or a secureClientPort", m.path)
 	}
 	c.set("client_addr", net.JoinHostPort(host, strconv.Itoa(port)), "clientPort")
 	return nil

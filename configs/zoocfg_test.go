@@ -219,12 +219,12 @@ znode.container.maxPerMinute=600
 		{
 			name: "ignored keys",
 			cfg: "dataDir=DIR\nclientPort=2181\n" +
-				"metricsProvider.className=x.Y\nssl.keyStore.password=hunter2\n" +
-				"secureClientPort=2281\nserverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n" +
+				"metricsProvider.className=x.Y\nssl.crl=true\n" +
+				"client.secure=true\nserverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n" +
 				"admin.idleTimeout=30000\nlocalSessionsEnabled=true\nelectionAlg=3\nquorumListenOnAllIPs=false\n" +
 				"authProvider.1=com.example.CustomAuthenticationProvider\n",
 			want: func(c *server.Config) { c.ClientAddr = ":2181" },
-			warned: []string{"metricsProvider.className", "ssl.keyStore.password", "secureClientPort",
+			warned: []string{"metricsProvider.className", "ssl.crl", "client.secure",
 				"serverCnxnFactory", "admin.idleTimeout", "localSessionsEnabled", "electionAlg",
 				"quorumListenOnAllIPs", "authProvider.1"},
 		},

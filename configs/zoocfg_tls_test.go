@@ -231,7 +231,7 @@ func TestZooCfgQuorumTLSWarnings(t *testing.T) {
 		"sslQuorumReloadCertFiles=true\nssl.quorum.crl=true\nssl.quorum.ocsp=true\n"+
 		"ssl.quorum.context.supplier.class=com.example.Supplier\nssl.quorum.handshakeDetectionTimeoutMillis=5000\n"+
 		"ssl.quorum.clientHostnameVerification=false\nssl.quorum.sslProvider=OPENSSL\n"+
-		"quorum.auth.enableSasl=true\nssl.keyStore.location=/client.p12\n", "")
+		"quorum.auth.enableSasl=true\nssl.ocsp=true\n", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestZooCfgQuorumTLSWarnings(t *testing.T) {
 		"ssl.quorum.clientHostnameVerification":      "checks the member id the peer's certificate proves",
 		"ssl.quorum.sslProvider":                     "Go's crypto/tls",
 		"quorum.auth.enableSasl":                     "authenticate each other with TLS certificates (sslQuorum), not SASL",
-		"ssl.keyStore.location":                      "for clients yet",
+		"ssl.ocsp":                                   "no certificate revocation",
 	} {
 		if !slices.ContainsFunc(strings.Split(log, "\n"), func(l string) bool {
 			return strings.Contains(l, "key="+key+" ") && strings.Contains(l, reason)

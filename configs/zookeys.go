@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/paddock/paddock/internal/certs"
+	"github.com/paddock/paddock/server/datatree"
 )
 
 // zooMapped lists the zoo.cfg keys paddock uses, each with how ZooKeeper reads its value.
@@ -94,6 +95,26 @@ var zooMapped = map[string]func(string) (any, error){
 	"ssl.quorum.enabledProtocols":        tlsProtocols,
 	"ssl.quorum.ciphersuites":            cipherSuites,
 	"ssl.quorum.clientAuth":              clientAuthNeed,
+
+	// The secure client port, and its TLS: the ssl.* keys (zookeeper.ssl.*, which
+	// ZooKeeper's ClientX509Util reads) as the ssl.quorum.* ones are for the member link.
+	"secureClientPort":            port(javaInt),
+	"secureClientPortAddress":     host,
+	"ssl.keyStore.location":       anyString,
+	"ssl.keyStore.type":           storeType,
+	"ssl.keyStore.password":       anyString,
+	"ssl.keyStore.passwordPath":   anyString,
+	"ssl.trustStore.location":     anyString,
+	"ssl.trustStore.type":         storeType,
+	"ssl.trustStore.password":     anyString,
+	"ssl.trustStore.passwordPath": anyString,
+	"ssl.clientAuth":              clientAuthMode,
+	"ssl.protocol":                tlsProtocol,
+	"ssl.enabledProtocols":        tlsProtocols,
+	"ssl.ciphersuites":            cipherSuites,
+	// zookeeper.X509AuthenticationProvider.superUser, set from zoo.cfg as every
+	// key ZooKeeper does not know is: a system property.
+	"X509AuthenticationProvider.superUser": x509Subject,
 }
 
 // saslProviderClass is ZooKeeper's SASL authentication provider: listed as an
@@ -133,6 +154,8 @@ func zooHidden(key string) bool {
 var zooPasswords = []struct{ zk, path, key string }{
 	{"ssl.quorum.keyStore.password", "ssl.quorum.keyStore.passwordPath", "quorum_key_store_password"},
 	{"ssl.quorum.trustStore.password", "ssl.quorum.trustStore.passwordPath", "quorum_trust_store_password"},
+	{"ssl.keyStore.password", "ssl.keyStore.passwordPath", "client_tls_key_store_password"},
+	{"ssl.trustStore.password", "ssl.trustStore.passwordPath", "client_tls_trust_store_password"},
 }
 
 // zooDirect maps zoo.cfg keys whose parsed value is a server key's value as is.
@@ -175,11 +198,20 @@ var zooDirect = []struct{ zk, key string }{
 	{"ssl.quorum.protocol", "quorum_tls_protocol"},
 	{"ssl.quorum.enabledProtocols", "quorum_tls_enabled_protocols"},
 	{"ssl.quorum.ciphersuites", "quorum_tls_cipher_suites"},
+	{"ssl.keyStore.location", "client_tls_key_store"},
+	{"ssl.keyStore.type", "client_tls_key_store_type"},
+	{"ssl.trustStore.location", "client_tls_trust_store"},
+	{"ssl.trustStore.type", "client_tls_trust_store_type"},
+	{"ssl.clientAuth", "client_tls_auth"},
+	{"ssl.protocol", "client_tls_protocol"},
+	{"ssl.enabledProtocols", "client_tls_enabled_protocols"},
+	{"ssl.ciphersuites", "client_tls_cipher_suites"},
+	{"X509AuthenticationProvider.superUser", "x509_super_user"},
 }
 
 // Why paddock accepts a ZooKeeper key without using it; each reason goes into the warning.
 const (
-	whySecurity  = "paddock has no TLS, SASL, Kerberos or X.509 for clients yet: they connect in the clear on clientPort"
+	whySecurity  = "paddock authenticates clients with digest and x509 (TLS client certificates on secureClientPort) only: no SASL or Kerberos yet"
 	whyJVM       = "a setting of ZooKeeper's Java implementation with no equivalent in paddock"
 	whyClient    = "a ZooKeeper client setting, not a server one"
 	whyNoFeature = "a ZooKeeper feature paddock does not have"
@@ -201,6 +233,7 @@ const (
 	whyTLSDetect   = "paddock's peer port speaks TLS only when sslQuorum is set, and plain TCP only when it is not: there is no TLS detection"
 	whyTLSProvider = "paddock's TLS is Go's crypto/tls"
 	whyClientHost  = "a member accepting a connection checks the member id the peer's certificate proves, not the host name of its address"
+	whyUnification = "paddock serves TLS on secureClientPort and plain TCP on clientPort: no port unification"
 )
 
 // zooIgnored lists keys ZooKeeper knows and paddock does not use: QuorumPeerConfig's own
@@ -230,11 +263,9 @@ var zooIgnored = map[string]struct {
 	"quorum.cnxn.threads.size":        {whyJVM, javaInt},
 	"ensembleAuthName":                {whyNoFeature, nil},
 
-	"secureClientPort":                         {whySecurity, javaInt},
-	"secureClientPortAddress":                  {whySecurity, nil},
-	"portUnification":                          {whySecurity, javaBool},
-	"client.portUnification":                   {whySecurity, nil},
-	"client.secure":                            {whySecurity, nil},
+	"portUnification":                          {whyUnification, javaBool},
+	"client.portUnification":                   {whyUnification, nil},
+	"client.secure":                            {whyClient, nil},
 	"requireClientAuthScheme":                  {whySecurity, nil},
 	"allowSaslFailedClients":                   {whySecurity, nil},
 	"letAnySaslUserDoX":                        {whySecurity, nil},
@@ -242,7 +273,6 @@ var zooIgnored = map[string]struct {
 	"jaasLoginRenew":                           {whySecurity, nil},
 	"requireKerberosConfig":                    {whySecurity, nil},
 	"security.auth_to_local":                   {whySecurity, nil},
-	"X509AuthenticationProvider.superUser":     {whySecurity, nil},
 	"SASLAuthenticationProvider.superPassword": {whySecurity, nil},
 	"DigestAuthenticationProvider.enabled":     {whySecurity, nil},
 	"DigestAuthenticationProvider.digestAlg":   {whySecurity + "; super digests are SHA-1", nil},
@@ -306,6 +336,15 @@ var zooIgnored = map[string]struct {
 	"ssl.quorum.clientHostnameVerification":      {whyClientHost, nil},
 	"ssl.quorum.sslProvider":                     {whyTLSProvider, nil},
 
+	"ssl.context.supplier.class":          {"a Java class that supplies the SSLContext: paddock builds its TLS from the ssl.keyStore and trustStore keys", nil},
+	"ssl.crl":                             {whyRevocation, nil},
+	"ssl.ocsp":                            {whyRevocation, nil},
+	"ssl.handshakeDetectionTimeoutMillis": {whyUnification, nil},
+	"ssl.hostnameVerification":            {"a client setting: a server does not check client host names", nil},
+	"ssl.clientHostnameVerification":      {"paddock checks a client certificate's chain, not the host name of the client's address", nil},
+	"ssl.sslProvider":                     {whyTLSProvider, nil},
+	"ssl.authProvider":                    {"paddock's secure client port authenticates certificates with the x509 scheme", x509Provider},
+
 	"clientCnxnSocket":      {whyClient, nil},
 	"disableAutoWatchReset": {whyClient, nil},
 	"request.timeout":       {whyClient, nil},
@@ -323,7 +362,6 @@ var zooIgnoredPrefixes = []struct{ prefix, why string }{
 	{"follower.", whyZab},
 	{"observer.", whyZab},
 	{"observerMaster.", whyZab},
-	{"ssl.", whySecurity}, // but not ssl.quorum.: see zooIgnoredWhy
 	{"authProvider.", whySecurity},
 	{"sasl.", whySecurity},
 	{"kerberos.", whySecurity},
@@ -346,9 +384,9 @@ func zooIgnoredWhy(key string) string {
 	if k, ok := zooIgnored[key]; ok {
 		return k.why
 	}
-	if strings.HasPrefix(key, "ssl.quorum.") {
-		// The member link's keys are all listed, so that a misspelt one, which would
-		// leave the link less secure than meant, is an unknown key with a suggestion.
+	if strings.HasPrefix(key, "ssl.") {
+		// The TLS keys are all listed, so that a misspelt one, which would leave a
+		// port less secure than meant, is an unknown key with a suggestion.
 		return ""
 	}
 	for _, p := range zooIgnoredPrefixes {
@@ -608,6 +646,36 @@ func clientAuthNeed(s string) (any, error) {
 		return nil, errors.New("paddock's members always require each other's certificates: want need, or no ssl.quorum.clientAuth")
 	}
 	return nil, errors.New("want need (ZooKeeper's NONE and WANT are refused: members must authenticate each other)")
+}
+
+// clientAuthMode reads ssl.clientAuth: none, want or need in any case; empty is need,
+// ZooKeeper's default (X509Util's ClientAuth.fromPropertyValue).
+func clientAuthMode(s string) (any, error) {
+	switch v := strings.ToLower(s); v {
+	case "":
+		return "need", nil
+	case "none", "want", "need":
+		return v, nil
+	}
+	return nil, errors.New("want none, want or need")
+}
+
+// x509Subject reads X509AuthenticationProvider.superUser: a subject as the x509
+// identity prints it.
+func x509Subject(s string) (any, error) {
+	if s == "" || !datatree.ValidX509ID(s) {
+		return nil, errors.New("want a certificate subject in RFC 2253 form, as the x509 identity prints it: CN=admin,O=example")
+	}
+	return s, nil
+}
+
+// x509Provider checks ssl.authProvider, the auth scheme a secure connection's
+// certificate is read with: x509 is the only one.
+func x509Provider(s string) (any, error) {
+	if s != "" && s != "x509" {
+		return nil, errors.New("paddock reads client certificates with the x509 scheme only: want x509, or no ssl.authProvider")
+	}
+	return s, nil
 }
 
 // commaList splits a comma-separated value, dropping blanks around items and empty items.

@@ -45,6 +45,7 @@ func (s *Server) limitStats() admin.LimitStats {
 		ConnectionsDropped:     s.limits.connsDropped.Load(),
 		ThrottleWaits:          s.limits.throttleWaits.Load(),
 		ConnThrottleWaits:      s.limits.connThrottleWaits.Load(),
+		TLSHandshakesFailed:    s.limits.tlsHandshakeFailed.Load(),
 		QueuedBytes:            s.queued.Load(),
 	}
 }

@@ -15,8 +15,15 @@ import (
 // Config is the configuration of one coordination server. It is immutable after New.
 // Field comments name the zoo.cfg key each field corresponds to.
 type Config struct {
-	// ClientAddr is the host:port clients connect to (clientPortAddress:clientPort).
+	// ClientAddr is the host:port clients connect to in plain TCP
+	// (clientPortAddress:clientPort); empty when only SecureClientAddr serves clients.
+	// A plain port on an address other than loopback is logged as a warning: its
+	// clients are neither encrypted nor authenticated by the connection.
 	ClientAddr string
+	// SecureClientAddr is the host:port clients connect to over TLS
+	// (secureClientPortAddress:secureClientPort); empty means no TLS port. The
+	// ClientTLS* fields configure it (clienttls.go, docs/security.md).
+	SecureClientAddr string
 	// DataDir holds snapshots and, unless DataLogDir is set, the write-ahead log (dataDir).
 	DataDir string
 	// DataLogDir, if set, holds the write-ahead log on its own device (dataLogDir).
@@ -182,16 +189,40 @@ type Config struct {
 	QuorumTLSProtocol         string
 	QuorumTLSEnabledProtocols []string
 	QuorumTLSCipherSuites     []string
+
+	// ClientTLSKeyStore holds the private key and certificate chain the secure client
+	// port presents (ssl.keyStore.location, .type, .password); the password is never
+	// logged or shown.
+	ClientTLSKeyStore, ClientTLSKeyStoreType, ClientTLSKeyStorePassword string
+	// ClientTLSTrustStore holds the CA certificates a client's certificate must chain
+	// to (ssl.trustStore.location, .type, .password).
+	ClientTLSTrustStore, ClientTLSTrustStoreType, ClientTLSTrustStorePassword string
+	// ClientTLSAuth says whether a client on the secure port must present a
+	// certificate: need (empty means need, ZooKeeper's default), want (verified if
+	// given) or none (not asked for) (ssl.clientAuth). A verified certificate gives
+	// the connection the x509 identity (x509auth.go).
+	ClientTLSAuth string
+	// ClientTLSProtocol, ClientTLSEnabledProtocols and ClientTLSCipherSuites restrict the
+	// secure client port's TLS versions and suites, as the Quorum ones do the member
+	// link's (ssl.protocol, ssl.enabledProtocols, ssl.ciphersuites).
+	ClientTLSProtocol         string
+	ClientTLSEnabledProtocols []string
+	ClientTLSCipherSuites     []string
+	// X509SuperUser is the subject (RFC 2253, as the x509 identity prints it) whose
+	// client certificate makes a connection a super user
+	// (zookeeper.X509AuthenticationProvider.superUser).
+	X509SuperUser string
 }
 
 // maxMaxBuffer bounds jute.maxbuffer: an ensemble's Raft entries hold up to two of its
 // requests (maxEntryBytes), and the peer protocol's frames must hold an entry.
 const maxMaxBuffer = 512 << 20
 
-// DefaultConfig returns the embedded default: standalone, data under ./data, port 2181.
+// DefaultConfig returns the embedded default: standalone, data under ./data, port 2181
+// on loopback only (clients on other hosts need a configured address).
 func DefaultConfig() Config {
 	return Config{
-		ClientAddr:             ":2181",
+		ClientAddr:             "127.0.0.1:2181",
 		DataDir:                "data",
 		ServerID:               1,
 		TickTime:               2 * time.Second,
@@ -240,8 +271,11 @@ func (c *Config) Validate() error {
 	bad := func(key string, value any, allowed string) {
 		errs = append(errs, fmt.Errorf("%s = %v: %s", key, value, allowed))
 	}
-	if _, _, err := net.SplitHostPort(c.ClientAddr); err != nil {
-		bad("client_addr", c.ClientAddr, "want host:port")
+	switch _, _, err := net.SplitHostPort(c.ClientAddr); {
+	case c.ClientAddr == "" && c.SecureClientAddr == "":
+		bad("client_addr", `""`, "want host:port, or a secure_client_addr to serve clients over TLS only")
+	case c.ClientAddr != "" && err != nil:
+		bad("client_addr", c.ClientAddr, "want host:port, or empty with a secure_client_addr")
 	}
 	if c.AdminAddr != "" {
 		if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {
@@ -313,6 +347,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.validateQuorumTLS(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.validateClientTLS(); err != nil {
 		errs = append(errs, err)
 	}
 	for _, w := range c.FourLetterWords {

@@ -71,11 +71,14 @@ type conn struct {
 	waiting atomic.Bool   // the read loop waits for room (throttle)
 	room    chan struct{} // signalled when pending falls while waiting is set (capacity 1)
 
-	// ids are the connection's identities (ip, digest, sasl, super); replaced, never mutated.
+	// ids are the connection's identities (ip, digest, sasl, x509, super); replaced, never mutated.
 	ids atomic.Pointer[[]wire.Identity]
 	// sasl is the connection's SASL exchange, from its first sasl request (saslStep);
 	// only the read loop touches it.
 	sasl *digestmd5.Server
+	// x509 says the client gave a verified certificate at the TLS handshake, which
+	// gave it the x509 identity; set before the read loop starts.
+	x509 bool
 
 	mu sync.Mutex
 	// queue holds, in arrival order, this connection's writes in flight and the requests
@@ -168,6 +171,9 @@ func (c *conn) canRead(acl []wire.ACL) bool {
 func (c *conn) serve() {
 	defer c.shutdown()
 	c.s.goroutine(c.writeLoop)
+	if !c.tlsHandshake() {
+		return
+	}
 	c.nc.SetReadDeadline(c.est.Add(c.s.cfg.HandshakeTimeout))
 	var first [4]byte
 	if _, err := io.ReadFull(c.br, first[:]); err != nil {

@@ -11,7 +11,7 @@ import (
 
 // enforceSchemes lists the schemes enforce.auth.schemes may name: those a connection
 // can hold an identity of. ZooKeeper refuses at start a scheme with no provider.
-var enforceSchemes = []string{datatree.SchemeDigest, datatree.SchemeIP, SchemeSASL}
+var enforceSchemes = []string{datatree.SchemeDigest, datatree.SchemeIP, SchemeSASL, datatree.SchemeX509}
 
 // validateAuth checks the SASL and enforce.auth settings.
 func (c *Config) validateAuth() []error {
@@ -30,6 +30,9 @@ func (c *Config) validateAuth() []error {
 		case !slices.Contains(enforceSchemes, s):
 			errs = append(errs, fmt.Errorf("enforce_auth_schemes = %s: want schemes among %s", strings.Join(c.EnforceAuthSchemes, ","),
 				strings.Join(enforceSchemes, ", ")))
+		case s == datatree.SchemeX509 && c.SecureClientAddr == "":
+			errs = append(errs, fmt.Errorf("enforce_auth_schemes = %s: x509 needs a secure client port (secure_client_addr, secureClientPort)",
+				strings.Join(c.EnforceAuthSchemes, ",")))
 		case s == SchemeSASL && !c.saslEnabled():
 			errs = append(errs, fmt.Errorf("enforce_auth_schemes = %s: sasl needs SASL users (sasl_jaas_config or sasl_passwords)",
 				strings.Join(c.EnforceAuthSchemes, ",")))

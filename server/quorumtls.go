@@ -28,26 +28,38 @@ func (c *Config) validateQuorumTLS() error {
 			bad("quorum_trust_store", `""`, "quorum_tls needs the CAs members' certificates chain to (ssl.quorum.trustStore.location)")
 		}
 	}
-	if c.QuorumTLSProtocol != "" {
-		if _, err := certs.Version(c.QuorumTLSProtocol); err != nil {
-			bad("quorum_tls_protocol", c.QuorumTLSProtocol, err.Error())
+	errs = append(errs, tlsParamErrors("quorum_tls", c.QuorumTLSProtocol, c.QuorumTLSEnabledProtocols, c.QuorumTLSCipherSuites)...)
+	return errors.Join(errs...)
+}
+
+// tlsParamErrors checks TLS versions and suites that the keys prefix_protocol,
+// prefix_enabled_protocols and prefix_cipher_suites name: known, allowed, and not a
+// restriction Go would silently drop.
+func tlsParamErrors(prefix, protocol string, enabled, cipherSuites []string) []error {
+	var errs []error
+	bad := func(key string, value any, allowed string) {
+		errs = append(errs, fmt.Errorf("%s_%s = %v: %s", prefix, key, value, allowed))
+	}
+	if protocol != "" {
+		if _, err := certs.Version(protocol); err != nil {
+			bad("protocol", protocol, err.Error())
 		}
 	}
-	if _, _, err := certs.Versions("", c.QuorumTLSEnabledProtocols); err != nil {
-		bad("quorum_tls_enabled_protocols", c.QuorumTLSEnabledProtocols, err.Error())
-	} else if _, _, err := certs.Versions(c.QuorumTLSProtocol, c.QuorumTLSEnabledProtocols); err != nil {
-		bad("quorum_tls_protocol", c.QuorumTLSProtocol, err.Error())
+	if _, _, err := certs.Versions("", enabled); err != nil {
+		bad("enabled_protocols", enabled, err.Error())
+	} else if _, _, err := certs.Versions(protocol, enabled); err != nil {
+		bad("protocol", protocol, err.Error())
 	}
-	suites, err := certs.CipherSuites(c.QuorumTLSCipherSuites)
-	switch min, _, _ := certs.Versions(c.QuorumTLSProtocol, c.QuorumTLSEnabledProtocols); {
+	suites, err := certs.CipherSuites(cipherSuites)
+	switch min, _, _ := certs.Versions(protocol, enabled); {
 	case err != nil:
-		bad("quorum_tls_cipher_suites", c.QuorumTLSCipherSuites, err.Error())
-	case len(c.QuorumTLSCipherSuites) > 0 && len(suites) == 0 && min < tls.VersionTLS13:
+		bad("cipher_suites", cipherSuites, err.Error())
+	case len(cipherSuites) > 0 && len(suites) == 0 && min < tls.VersionTLS13:
 		// Go reads an empty list as "every default suite": the restriction would be lost.
-		bad("quorum_tls_cipher_suites", c.QuorumTLSCipherSuites,
+		bad("cipher_suites", cipherSuites,
 			"only TLS 1.3 suites, which cannot be chosen, while TLS 1.2 is allowed: name TLS 1.2 suites too, or allow TLS 1.3 only")
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // quorumTLS reads the member link's TLS settings: the key store, which must hold a

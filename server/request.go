@@ -185,6 +185,8 @@ func (c *conn) authenticate(a *wire.AuthPacket) bool {
 		return true
 	case datatree.SchemeIP:
 		return c.addIdentity(wire.Identity{Scheme: datatree.SchemeIP, ID: c.ip}) || c.tooManyIdentities()
+	case datatree.SchemeX509:
+		return c.authenticateX509()
 	}
 	c.s.logger.Info("auth failed: unknown scheme", "scheme", a.Scheme, "session_id", hexID(c.sessionID.Load()))
 	return false

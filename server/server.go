@@ -7,6 +7,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,7 +37,9 @@ type Server struct {
 	// SASLPasswords); nil when SASL is off. Read-only after New.
 	saslUsers map[string]string
 
-	ln       net.Listener
+	ln       net.Listener // the plain client port; nil without one
+	secureLn net.Listener // the TLS client port; nil without one
+	tlsConf  *tls.Config  // the TLS client port's; set with secureLn
 	adminLn  net.Listener
 	adminSrv *http.Server
 	fs       store.FS // the filesystem the log and snapshots live on
@@ -94,6 +97,7 @@ type limitCounters struct {
 	connsDropped       atomic.Int64 // connection_drop_count
 	throttleWaits      atomic.Int64 // request_throttle_wait_count
 	connThrottleWaits  atomic.Int64 // connection_throttle_wait_count
+	tlsHandshakeFailed atomic.Int64 // unsuccessful_handshake: TLS handshakes that failed or timed out
 }
 
 // Option adjusts a server beyond its Config.
@@ -161,8 +165,8 @@ func (s *Server) Start() (err error) {
 	if err != nil {
 		return err
 	}
-	if s.ln, err = net.Listen("tcp", s.cfg.ClientAddr); err != nil {
-		return fmt.Errorf("server: listen on client_addr: %w", err)
+	if err = s.listen(); err != nil {
+		return err
 	}
 	if err := s.startAdmin(); err != nil {
 		return err
@@ -181,12 +185,17 @@ func (s *Server) Start() (err error) {
 		s.goroutine(s.applyLoop)
 		s.goroutine(s.purgeLoop)
 	}
-	s.goroutine(s.acceptLoop)
+	if s.ln != nil {
+		s.goroutine(func() { s.acceptLoop(s.ln, nil) })
+	}
+	if s.secureLn != nil {
+		s.goroutine(func() { s.acceptLoop(s.secureLn, s.tlsConf) })
+	}
 	s.goroutine(s.expiryLoop)
 	s.goroutine(s.reapLoop)
 	s.goroutine(s.gcTuneLoop)
 	s.audit.auditServer(auditStart, auditSuccess)
-	s.logger.Info("serving", "client_addr", s.ln.Addr().String(), "zxid", hexID(zxid),
+	s.logger.Info("serving", "client_addr", s.Addr().String(), "secure_client_addr", s.SecureAddr(), "zxid", hexID(zxid),
 		"sessions", s.sessions.Len(), "data_dir", s.cfg.DataDir)
 	return nil
 }
@@ -238,12 +247,13 @@ func (s *Server) startAdmin() error {
 	acfg.FourLetterWords = s.cfg.FourLetterWords
 	acfg.Started = time.Now()
 	acfg.Server = admin.ServerConf{
-		ClientPort:     s.ln.Addr().(*net.TCPAddr).Port,
-		DataDir:        s.cfg.DataDir,
-		DataLogDir:     s.cfg.DataLogDir,
-		TickTime:       s.cfg.TickTime,
-		MaxClientCnxns: s.cfg.MaxClientCnxns,
-		ServerID:       0, // ZooKeeper's conf shows 0 for a standalone server
+		ClientPort:       listenerPort(s.ln),
+		SecureClientPort: listenerPort(s.secureLn),
+		DataDir:          s.cfg.DataDir,
+		DataLogDir:       s.cfg.DataLogDir,
+		TickTime:         s.cfg.TickTime,
+		MaxClientCnxns:   s.cfg.MaxClientCnxns,
+		ServerID:         0, // ZooKeeper's conf shows 0 for a standalone server
 
 		MinSessionTimeout: first(s.cfg.SessionTimeoutBounds()),
 		MaxSessionTimeout: second(s.cfg.SessionTimeoutBounds()),
@@ -271,8 +281,14 @@ func (s *Server) startAdmin() error {
 func first[T any](a, _ T) T  { return a }
 func second[T any](_, b T) T { return b }
 
-// Addr returns the client listener's address; valid after Start.
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+// Addr returns the plain client listener's address, or the TLS one's when there is no
+// plain port; valid after Start.
+func (s *Server) Addr() net.Addr {
+	if s.ln == nil {
+		return s.secureLn.Addr()
+	}
+	return s.ln.Addr()
+}
 
 // AdminAddr returns the admin HTTP listener's address, or nil if it is disabled.
 func (s *Server) AdminAddr() net.Addr {
@@ -294,6 +310,9 @@ func (s *Server) Close() error {
 		}
 		if s.ln != nil {
 			s.ln.Close()
+		}
+		if s.secureLn != nil {
+			s.secureLn.Close()
 		}
 		if s.adminSrv != nil {
 			s.adminSrv.Close()
@@ -360,9 +379,11 @@ func (s *Server) goroutine(f func()) {
 	}()
 }
 
-func (s *Server) acceptLoop() {
+// acceptLoop accepts the connections of ln, over TLS with tlsConf unless it is nil: the
+// handshake is then done by the connection's goroutine (conn.tlsHandshake).
+func (s *Server) acceptLoop(ln net.Listener, tlsConf *tls.Config) {
 	for {
-		nc, err := s.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			select {
 			case <-s.stopping:
@@ -376,6 +397,9 @@ func (s *Server) acceptLoop() {
 			s.logger.Error("accept failed", "err", err)
 			time.Sleep(100 * time.Millisecond)
 			continue
+		}
+		if tlsConf != nil {
+			nc = tls.Server(nc, tlsConf)
 		}
 		c := newConn(s, nc)
 		if !s.addConn(c) {

@@ -26,7 +26,8 @@ environment variables (PADDOCK_SERVER_CLIENT_ADDR), then the flags below.`,
 	f.String("config", "", "YAML configuration `file`")
 	f.String("zoo-cfg", "", "Apache ZooKeeper zoo.cfg `file`, read in place of the YAML server section")
 	// Named like their keys (client_addr), which is how configs binds them.
-	f.String("client-addr", def.ClientAddr, "`host:port` clients connect to")
+	f.String("client-addr", def.ClientAddr, "`host:port` clients connect to in plain TCP; empty with --secure-client-addr for TLS only")
+	f.String("secure-client-addr", def.SecureClientAddr, "`host:port` clients connect to over TLS (needs server.client_tls_key_store; docs/security.md)")
 	f.String("data-dir", def.DataDir, "`directory` for snapshots and the write-ahead log")
 	f.String("admin-addr", def.AdminAddr, "`host:port` of the admin HTTP server; empty disables it")
 	f.Bool("join", def.Join, "a new member of a running ensemble: wait for a reconfig to add it (docs/ensemble.md)")

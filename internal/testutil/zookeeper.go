@@ -21,7 +21,8 @@ import (
 )
 
 // Where the Debian zookeeper package (Apache ZooKeeper 3.8) puts the server. zookeeper.jar's
-// manifest Class-Path names its dependencies, so the classpath only adds a log4j binding.
+// manifest Class-Path names its dependencies, so the classpath adds a log4j binding, and
+// the two jars Netty's TLS needs that the manifest leaves out (secureClientPort).
 const (
 	zooKeeperConfDir = "/etc/zookeeper/conf"
 	zooKeeperJar     = "/usr/share/java/zookeeper.jar"
@@ -32,6 +33,8 @@ var zooKeeperClassPath = []string{
 	zooKeeperJar,
 	"/usr/share/java/slf4j-log4j12.jar",
 	"/usr/share/java/log4j-1.2.jar",
+	"/usr/share/java/netty-codec.jar",
+	"/usr/share/java/netty-resolver.jar",
 }
 
 // SuperDigestTest is the super digest the go-zookeeper/zk and kazoo test harnesses use: a

@@ -51,8 +51,10 @@ type Config struct {
 
 // ServerConf is the server configuration the conf command prints.
 type ServerConf struct {
-	// ClientPort is the port the client listener is bound to.
-	ClientPort int
+	// ClientPort is the port the client listener is bound to; SecureClientPort the TLS
+	// one's. Either is -1 when there is no such listener.
+	ClientPort       int
+	SecureClientPort int
 	// DataDir holds the snapshots; DataLogDir the log, or "" when it is DataDir.
 	DataDir    string
 	DataLogDir string
@@ -75,8 +77,8 @@ func (c *Config) Validate() error {
 	if c.FsyncWarning < 0 {
 		errs = append(errs, fmt.Errorf("fsync_warning = %v: must be >= 0", c.FsyncWarning))
 	}
-	if c.Server.ClientPort < 0 || c.Server.ClientPort > 65535 {
-		errs = append(errs, fmt.Errorf("client_port = %d: must be in [0, 65535]", c.Server.ClientPort))
+	if c.Server.ClientPort < -1 || c.Server.ClientPort > 65535 {
+		errs = append(errs, fmt.Errorf("client_port = %d: must be in [0, 65535], or -1 for none", c.Server.ClientPort))
 	}
 	return errors.Join(errs...)
 }

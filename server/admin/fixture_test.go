@@ -97,7 +97,7 @@ func newFixtureSource() *fakeSource {
 			Mode: ModeStandalone, Zxid: 7, Nodes: 10, DataSize: 88, Ephemerals: 3, Sessions: 3,
 			Watches: 5, Connections: 3, Outstanding: 0, PacketsReceived: 18, PacketsSent: 17,
 			Limits: LimitStats{SessionlessExpired: 2, FramesRejected: 1, LargeResponsesRejected: 4,
-				ConnectionsDropped: 3, ThrottleWaits: 7, ConnThrottleWaits: 5, QueuedBytes: 4096},
+				ConnectionsDropped: 3, ThrottleWaits: 7, ConnThrottleWaits: 5, TLSHandshakesFailed: 6, QueuedBytes: 4096},
 			QuotaAudit: QuotaAuditStats{QuotaRefused: 2, QuotaExceeded: 6, AuditEnabled: true, AuditWritten: 11, AuditDropped: 1},
 		},
 		conns: []Connection{
@@ -151,7 +151,7 @@ func newFixture(t *testing.T, whitelist ...string) (*Admin, *fakeSource, string)
 	cfg.FourLetterWords = whitelist
 	cfg.BuildTime = time.Date(2026, 11, 21, 8, 36, 59, 0, time.UTC)
 	cfg.Server = ServerConf{
-		ClientPort: 27311, DataDir: dir, TickTime: 2 * time.Second, MaxClientCnxns: 60,
+		ClientPort: 27311, SecureClientPort: -1, DataDir: dir, TickTime: 2 * time.Second, MaxClientCnxns: 60,
 		MinSessionTimeout: 4 * time.Second, MaxSessionTimeout: 40 * time.Second, ServerID: 1,
 	}
 	a, err := New(cfg, src, nil)

@@ -112,6 +112,7 @@ type statsCollector struct {
 	connsDropped, throttleWaits, connThrottleWaits, queued  *prometheus.Desc
 	peerRefused                                             *prometheus.Desc
 	quotaAudit                                              *prometheus.Desc
+	tlsHandshakesFailed                                     *prometheus.Desc
 }
 
 func newStatsCollector(a *Admin) *statsCollector {
@@ -140,6 +141,8 @@ func newStatsCollector(a *Admin) *statsCollector {
 		connThrottleWaits:  d("connection_throttle_waits_total", "Times a connection stopped reading because it had its own limit of requests outstanding."),
 		queued:             d("queued_bytes", "Bytes of replies and notifications queued for clients and not yet written."),
 		quotaAudit:         d("quota_audit_total", "Quota refusals (quota_refused), quota limits passed without a refusal (quota_exceeded), audit lines written (audit_written) and lost (audit_dropped).", "event"),
+		tlsHandshakesFailed: d("tls_handshakes_failed_total",
+			"Connections to the secure client port closed because their TLS handshake failed or timed out."),
 		peerRefused: d("peer_refused_total", "What an ensemble member refused of the other members' input, by kind: "+
 			"connections, frames, raft messages, proposals, notes; and committed entries skipped or undecodable.", "kind"),
 	}
@@ -149,7 +152,7 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.info, c.znodes, c.dataSize, c.ephemerals, c.watches,
 		c.sessions, c.connections, c.outstanding, c.received, c.sent, c.fsyncSlowDesc,
 		c.sessionlessExpired, c.framesRejected, c.largeResponses, c.connsDropped, c.throttleWaits,
-		c.connThrottleWaits, c.queued, c.peerRefused, c.quotaAudit} {
+		c.connThrottleWaits, c.queued, c.peerRefused, c.quotaAudit, c.tlsHandshakesFailed} {
 		ch <- d
 	}
 }
@@ -180,6 +183,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	count(c.connsDropped, l.ConnectionsDropped)
 	count(c.throttleWaits, l.ThrottleWaits)
 	count(c.connThrottleWaits, l.ConnThrottleWaits)
+	count(c.tlsHandshakesFailed, l.TLSHandshakesFailed)
 	gauge(c.queued, l.QueuedBytes)
 	qa := &st.QuotaAudit
 	for event, v := range map[string]int64{"quota_refused": qa.QuotaRefused, "quota_exceeded": qa.QuotaExceeded,

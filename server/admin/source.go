@@ -103,6 +103,10 @@ type LimitStats struct {
 	// ConnThrottleWaits, because the connection had its own.
 	ThrottleWaits     int64
 	ConnThrottleWaits int64
+	// TLSHandshakesFailed counts connections to the secure client port closed because
+	// their TLS handshake failed or did not finish within the handshake timeout
+	// (ZooKeeper's unsuccessful_handshake).
+	TLSHandshakesFailed int64
 	// QueuedBytes is the bytes of replies and notifications queued for clients and not
 	// yet written, over all connections.
 	QueuedBytes int64

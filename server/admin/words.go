@@ -90,11 +90,11 @@ func (a *Admin) srstText(b *bytes.Buffer) {
 	b.WriteString("Server stats reset.\n")
 }
 
-// confText is ZooKeeperServer.dumpConf for a standalone server. secureClientPort and
-// clientPortListenBacklog are always -1: paddock has no TLS port and uses the OS backlog.
+// confText is ZooKeeperServer.dumpConf for a standalone server. clientPortListenBacklog
+// is always -1: paddock uses the OS backlog.
 func (a *Admin) confText(b *bytes.Buffer) {
 	c := a.conf()
-	fmt.Fprintf(b, "clientPort=%d\nsecureClientPort=-1\n", c.ClientPort)
+	fmt.Fprintf(b, "clientPort=%d\nsecureClientPort=%d\n", c.ClientPort, c.SecureClientPort)
 	fmt.Fprintf(b, "dataDir=%s\ndataDirSize=%d\n", c.dataDir, c.dataDirSize)
 	fmt.Fprintf(b, "dataLogDir=%s\ndataLogSize=%d\n", c.dataLogDir, c.dataLogSize)
 	fmt.Fprintf(b, "tickTime=%d\nmaxClientCnxns=%d\n", c.TickTime.Milliseconds(), c.MaxClientCnxns)
@@ -260,6 +260,7 @@ func appendLimits(o object, l *LimitStats) object {
 		field{"connection_drop_count", l.ConnectionsDropped},
 		field{"request_throttle_wait_count", l.ThrottleWaits},
 		field{"connection_throttle_wait_count", l.ConnThrottleWaits},
+		field{"unsuccessful_handshake", l.TLSHandshakesFailed},
 		field{"queued_bytes", l.QueuedBytes})
 }
 

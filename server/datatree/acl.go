@@ -18,6 +18,9 @@ const (
 	SchemeIP     = "ip"
 	SchemeSuper  = "super"
 	SchemeSASL   = "sasl" // identities proven by a SASL exchange: sasl:<user>
+	// SchemeX509 identifies a client by the subject of the certificate it gave at the
+	// TLS handshake (ZooKeeper's X509AuthenticationProvider).
+	SchemeX509 = "x509"
 )
 
 // Digest returns the digest identity for credentials "user:password":
@@ -64,7 +67,7 @@ func idMatches(scheme, id, aclID string) bool {
 }
 
 // FixupACL validates the ACL of a create or setACL and expands the "auth" scheme into one
-// entry per authenticated (digest or sasl) identity of the requester, as ZooKeeper's fixupACL.
+// entry per authenticated (digest, sasl, x509) identity of the requester, as ZooKeeper's fixupACL.
 // Duplicates are removed before expansion; an empty list, an unknown scheme, a malformed
 // id, or "auth" without an authenticated identity is ErrInvalidACL.
 func FixupACL(acl []wire.ACL, ids []wire.Identity) ([]wire.ACL, error) {
@@ -80,7 +83,7 @@ func FixupACL(acl []wire.ACL, ids []wire.Identity) ([]wire.ACL, error) {
 		case a.Scheme == SchemeAuth:
 			n := len(out)
 			for _, id := range ids {
-				if id.Scheme == SchemeDigest || id.Scheme == SchemeSASL { // authenticated providers; ip is not
+				if id.Scheme == SchemeDigest || id.Scheme == SchemeSASL || id.Scheme == SchemeX509 { // authenticated providers; ip is not
 					out = append(out, wire.ACL{Perms: a.Perms, Scheme: id.Scheme, ID: id.ID})
 				}
 			}
@@ -89,7 +92,8 @@ func FixupACL(acl []wire.ACL, ids []wire.Identity) ([]wire.ACL, error) {
 			}
 		case a.Scheme == SchemeDigest && validDigestID(a.ID),
 			a.Scheme == SchemeIP && validIPID(a.ID),
-			a.Scheme == SchemeSASL && validSASLID(a.ID):
+			a.Scheme == SchemeSASL && validSASLID(a.ID),
+			a.Scheme == SchemeX509 && ValidX509ID(a.ID):
 			out = append(out, a)
 		default:
 			return nil, ErrInvalidACL

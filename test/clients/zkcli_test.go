@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -182,6 +183,12 @@ var markRE = regexp.MustCompile(`^Node does not exist: ` + markPrefix + `(\d+)$`
 // and returns each step's cleaned output lines.
 func runZkCliSteps(t *testing.T, addr string, steps []cliStep) [][]string {
 	t.Helper()
+	return runZkCliStepsWith(t, addr, nil, steps)
+}
+
+// runZkCliStepsWith is runZkCliSteps with JVM flags (CLIENT_JVMFLAGS), e.g. TLS's.
+func runZkCliStepsWith(t *testing.T, addr string, jvmFlags []string, steps []cliStep) [][]string {
+	t.Helper()
 	var in strings.Builder
 	for i, s := range steps {
 		fmt.Fprintf(&in, "stat %s%d\n%s\n", markPrefix, i, s.cmd)
@@ -190,6 +197,9 @@ func runZkCliSteps(t *testing.T, addr string, steps []cliStep) [][]string {
 	// stdout and stderr share one pipe so that lines stay in the order zkCli wrote them
 	// (it prints "Created" and errors on stderr, data and stats on stdout).
 	cmd := exec.Command(zkCliPath, "-server", addr)
+	if len(jvmFlags) > 0 {
+		cmd.Env = append(os.Environ(), "CLIENT_JVMFLAGS="+strings.Join(jvmFlags, " "))
+	}
 	cmd.Stdin = strings.NewReader(in.String())
 	raw, err := runCombined(t, cmd, 60*time.Second)
 	if err != nil && !failedCommandExit(err) {
@@ -474,7 +484,17 @@ func TestZkCliWatches(t *testing.T) {
 // connectZK opens a go-zookeeper/zk session to addr and closes it when the test ends.
 func connectZK(t *testing.T, addr string) *zk.Conn {
 	t.Helper()
-	c, events, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quietLogger{}))
+	return connectWith(t, addr, nil)
+}
+
+// connectWith is connectZK with dialer (a TLS one) unless it is nil.
+func connectWith(t *testing.T, addr string, dialer zk.Dialer) *zk.Conn {
+	t.Helper()
+	c, events, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quietLogger{}), func(c *zk.Conn) {
+		if dialer != nil {
+			zk.WithDialer(dialer)(c)
+		}
+	})
 	if err != nil {
 		t.Fatalf("connect to %s: %v", addr, err)
 	}
