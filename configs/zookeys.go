@@ -211,7 +211,7 @@ var zooDirect = []struct{ zk, key string }{
 
 // Why paddock accepts a ZooKeeper key without using it; each reason goes into the warning.
 const (
-	whySecurity  = "paddock authenticates clients with digest and x509 (TLS client certificates on secureClientPort) only: no SASL or Kerberos yet"
+	whySecurity  = "paddock authenticates clients with digest, x509 (TLS client certificates on secureClientPort) and SASL DIGEST-MD5 only: no Kerberos (GSSAPI), and a failed SASL login always closes"
 	whyJVM       = "a setting of ZooKeeper's Java implementation with no equivalent in paddock"
 	whyClient    = "a ZooKeeper client setting, not a server one"
 	whyNoFeature = "a ZooKeeper feature paddock does not have"
