@@ -122,6 +122,9 @@ func (w *Worker) connect(ctx context.Context) (*coordinator.Session, error) {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 	cc.Dialer = w.dialer
+	if cc.Policy == nil {
+		w.logger.Warn("no roles configured: this worker runs the command of any task a client that can reach the servers writes; set roles (or roles_file) and auth (docs/security.md)")
+	}
 	sess, err := coordinator.Connect(ctx, cc)
 	if err != nil {
 		if ctx.Err() != nil {
