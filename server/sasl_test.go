@@ -1,39 +1,26 @@
 package server_test
 
 import (
-	"crypto/md5"
-	"encoding/hex"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/paddock/paddock/internal/sasl/digestmd5/digestmd5test"
 	"github.com/paddock/paddock/server"
 	"github.com/paddock/paddock/server/wire"
 	"github.com/paddock/paddock/test/conformance"
 )
 
-// digestResponse answers a DIGEST-MD5 challenge as ZooKeeper's Java client does (RFC 2831,
-// the hashes written out here independently of the server's package).
+// digestResponse answers a DIGEST-MD5 challenge as ZooKeeper's Java client does.
 func digestResponse(t *testing.T, challenge []byte, user, password string) []byte {
 	t.Helper()
-	var nonce string
-	for part := range strings.SplitSeq(string(challenge), ",") {
-		if v, ok := strings.CutPrefix(part, "nonce="); ok {
-			nonce = strings.Trim(v, `"`)
-		}
+	resp, err := digestmd5test.Respond(challenge, user, password)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if nonce == "" || !strings.Contains(string(challenge), `realm="zk-sasl-md5"`) {
-		t.Fatalf("challenge %q", challenge)
-	}
-	h := func(s string) string { sum := md5.Sum([]byte(s)); return hex.EncodeToString(sum[:]) }
-	inner := md5.Sum([]byte(user + ":zk-sasl-md5:" + password))
-	const cnonce, uri = "Y2xpZW50bm9uY2U", "zookeeper/zk-sasl-md5"
-	resp := h(h(string(inner[:])+":"+nonce+":"+cnonce) + ":" + nonce + ":00000001:" + cnonce + ":auth:" + h("AUTHENTICATE:"+uri))
-	return fmt.Appendf(nil, `charset=utf-8,username="%s",realm="zk-sasl-md5",nonce="%s",nc=00000001,cnonce="%s",`+
-		`digest-uri="%s",maxbuf=65536,response=%s,qop=auth`, user, nonce, cnonce, uri, resp)
+	return resp
 }
 
 // saslToken sends one sasl request and returns its reply and the token in it.

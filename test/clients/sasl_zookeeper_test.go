@@ -1,14 +1,13 @@
 package clients
 
 import (
-	"crypto/md5"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/paddock/paddock/internal/sasl/digestmd5/digestmd5test"
 	"github.com/paddock/paddock/internal/testutil"
 	"github.com/paddock/paddock/server"
 	"github.com/paddock/paddock/server/wire"
@@ -202,19 +201,9 @@ func wireSASL(t *testing.T, c *conformance.Conn, token []byte) (*conformance.Fra
 // zkDigestResponse answers a challenge as ZooKeeper's Java client does (RFC 2831).
 func zkDigestResponse(t *testing.T, challenge []byte, user, password string) []byte {
 	t.Helper()
-	var nonce string
-	for part := range strings.SplitSeq(string(challenge), ",") {
-		if v, ok := strings.CutPrefix(part, "nonce="); ok {
-			nonce = strings.Trim(v, `"`)
-		}
+	resp, err := digestmd5test.Respond(challenge, user, password)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if nonce == "" {
-		t.Fatalf("challenge %q has no nonce", challenge)
-	}
-	h := func(s string) string { sum := md5.Sum([]byte(s)); return hex.EncodeToString(sum[:]) }
-	inner := md5.Sum([]byte(user + ":zk-sasl-md5:" + password))
-	const cnonce, uri = "Y2xpZW50bm9uY2U", "zookeeper/zk-sasl-md5"
-	resp := h(h(string(inner[:])+":"+nonce+":"+cnonce) + ":" + nonce + ":00000001:" + cnonce + ":auth:" + h("AUTHENTICATE:"+uri))
-	return fmt.Appendf(nil, `charset=utf-8,username="%s",realm="zk-sasl-md5",nonce="%s",nc=00000001,cnonce="%s",`+
-		`digest-uri="%s",maxbuf=65536,response=%s,qop=auth`, user, nonce, cnonce, uri, resp)
+	return resp
 }
