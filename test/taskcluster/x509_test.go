@@ -30,8 +30,9 @@ import (
 type x509Deployment struct {
 	*cluster
 	tlsDir   string
-	roleList []string // role=x509:CN=name, as paddock certs client printed them
-	roles    string   // the roles file of them
+	roleList []string          // role=x509:CN=name, as paddock certs client printed them
+	roles    string            // the roles file of them
+	printed  map[string]string // what paddock certs client printed, by name
 	server   *testutil.Child
 }
 
@@ -86,7 +87,7 @@ func certsCmd(t *testing.T, args ...string) string {
 // the zoo.cfg lines paddock certs server printed.
 func newX509Deployment(t *testing.T) *x509Deployment {
 	dir := t.TempDir()
-	d := &x509Deployment{tlsDir: filepath.Join(dir, "tls"), roles: filepath.Join(dir, "roles")}
+	d := &x509Deployment{tlsDir: filepath.Join(dir, "tls"), roles: filepath.Join(dir, "roles"), printed: map[string]string{}}
 	certsCmd(t, "ca", "--dir", d.tlsDir)
 	out := certsCmd(t, "server", "--dir", d.tlsDir, "--host", "127.0.0.1", "--host", "localhost")
 	sslLines := regexp.MustCompile(`(?m)^  (ssl\.\S+=\S+)$`).FindAllStringSubmatch(out, -1)
@@ -95,6 +96,7 @@ func newX509Deployment(t *testing.T) *x509Deployment {
 	}
 	for _, name := range []string{"admin", "master", "worker", "submitter"} {
 		out := certsCmd(t, "client", "--dir", d.tlsDir, "--name", name)
+		d.printed[name] = out
 		line := regexp.MustCompile(`(?m)^  (` + name + `=x509:\S+)$`).FindStringSubmatch(out)
 		if line == nil || line[1] != name+"=x509:CN="+name {
 			t.Fatalf("paddock certs client --name %s printed no roles line %s=x509:CN=%s:\n%s", name, name, name, out)
@@ -188,6 +190,7 @@ func TestX509Deployment(t *testing.T) {
 
 	t.Run("mallory", func(t *testing.T) { d.mallory(t, id) })
 	t.Run("no session", d.noSession)
+	t.Run("kazoo", func(t *testing.T) { d.kazoo(t, id) })
 
 	for name, p := range d.all() {
 		if err := p.Stop(20 * time.Second); err != nil {
@@ -259,6 +262,27 @@ func (d *x509Deployment) noSession(t *testing.T) {
 	}
 	if f, err := plain.ReadFrame(5 * time.Second); !conformance.IsClosed(err) {
 		t.Errorf("a plain TCP client on the secure port: read %v, %v; want the connection closed", f, err)
+	}
+}
+
+// systemPython is Debian's interpreter, which python3-kazoo (test/deps.sh) installs into.
+const systemPython = "/usr/bin/python3"
+
+// kazoo runs the kazoo line paddock certs client printed for the submitter, which lists
+// the tasks.
+func (d *x509Deployment) kazoo(t *testing.T, id string) {
+	m := regexp.MustCompile(`(?m)^kazoo: (KazooClient\(hosts, .*\))$`).FindStringSubmatch(d.printed["submitter"])
+	if m == nil {
+		t.Fatalf("paddock certs client printed no kazoo line:\n%s", d.printed["submitter"])
+	}
+	script := "import sys\nfrom kazoo.client import KazooClient\nhosts = sys.argv[1]\nzk = " + m[1] +
+		"\nzk.start(timeout=20)\nprint(' '.join(zk.get_children(sys.argv[2])))\nzk.stop()\n"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, systemPython, "-c", script, d.addr, d.layout.Tasks()).CombinedOutput()
+	if err != nil || !slices.Contains(strings.Fields(string(out)), id) {
+		t.Errorf("kazoo as the submitter, with the files paddock certs made, listing %s: %v, want %s in\n%s",
+			d.layout.Tasks(), err, id, out)
 	}
 }
 
