@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -82,9 +81,9 @@ func runCertsServer(w io.Writer, dir, out string, hosts []string, validity time.
 		"(clientPort left out: TLS only):\n", caPath)
 	fmt.Fprintf(w, "  secureClientPort=2281\n  ssl.keyStore.location=%s\n  ssl.trustStore.location=%s\n  ssl.clientAuth=need\n",
 		absPath(out), absPath(caPath))
-	fmt.Fprintf(w, "or its YAML server section:\n  client_addr: \"\"\n  secure_client_addr: %s\n"+
+	fmt.Fprintf(w, "or its YAML server section:\n  client_addr: \"\"\n  secure_client_addr: 0.0.0.0:2281\n"+
 		"  client_tls_key_store: %s\n  client_tls_trust_store: %s\n  client_tls_auth: need\n",
-		net.JoinHostPort("0.0.0.0", "2281"), absPath(out), absPath(caPath))
+		absPath(out), absPath(caPath))
 	fmt.Fprintf(w, "clients trust %s and prove who they are with: paddock certs client --dir %s --name NAME\n", caPath, dir)
 	return nil
 }

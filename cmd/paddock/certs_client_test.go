@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paddock/paddock/configs"
 	"github.com/paddock/paddock/coordinator"
 	"github.com/paddock/paddock/internal/certs"
 	"github.com/paddock/paddock/server"
@@ -34,6 +35,7 @@ func TestCertsServerAndClient(t *testing.T) {
 		}
 	}
 	wantMode(t, filepath.Join(dir, "server.pem"), 0o600)
+	checkServerConfig(t, stdout)
 	serverCert, err := certs.LoadKeyStore(filepath.Join(dir, "server.pem"), "", "")
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +92,38 @@ func TestCertsServerAndClient(t *testing.T) {
 	conf.Certificates = []tls.Certificate{serverCert}
 	if id := handshake(t, serverConf, conf); id != "" {
 		t.Errorf("the server's certificate authenticated a client as %q", id)
+	}
+}
+
+// checkServerConfig checks that the zoo.cfg and YAML lines paddock certs server
+// printed configure a server with a secure client port only, with its files.
+func checkServerConfig(t *testing.T, printed string) {
+	t.Helper()
+	zooCfg, yaml := "dataDir="+t.TempDir()+"\n", "server:\n"
+	for line := range strings.SplitSeq(printed, "\n") {
+		switch {
+		case !strings.HasPrefix(line, "  "):
+		case strings.Contains(line, "="):
+			zooCfg += strings.TrimSpace(line) + "\n"
+		default:
+			yaml += line + "\n"
+		}
+	}
+	for name, opts := range map[string]configs.Options{
+		"zoo.cfg": {ZooCfg: writeFile(t, "zoo.cfg", zooCfg)},
+		"YAML":    {File: writeFile(t, "paddock.yaml", yaml)},
+	} {
+		cfg, err := configs.LoadServer(opts)
+		if err != nil {
+			t.Errorf("the %s lines paddock certs server printed: %v", name, err)
+			continue
+		}
+		if cfg.ClientAddr != "" || !strings.HasSuffix(cfg.SecureClientAddr, ":2281") || cfg.ClientTLSAuth != server.ClientAuthNeed ||
+			!strings.HasSuffix(cfg.ClientTLSKeyStore, "server.pem") || !strings.HasSuffix(cfg.ClientTLSTrustStore, "ca.pem") {
+			t.Errorf("the %s lines paddock certs server printed: client_addr %q, secure_client_addr %q, client_tls_auth %q, "+
+				"key store %q, trust store %q", name, cfg.ClientAddr, cfg.SecureClientAddr, cfg.ClientTLSAuth,
+				cfg.ClientTLSKeyStore, cfg.ClientTLSTrustStore)
+		}
 	}
 }
 
