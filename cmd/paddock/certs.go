@@ -15,8 +15,8 @@ import (
 	"github.com/paddock/paddock/internal/certs"
 )
 
-// paddock certs: a small CA for the member link's mutual TLS (sslQuorum), for recipes,
-// tests and small ensembles. Nothing it writes needs a password; the files holding
+// paddock certs: a small CA for the member link's mutual TLS (sslQuorum) and the secure
+// client port (secureClientPort, x509 identities), for recipes, tests and small deployments. Nothing it writes needs a password; the files holding
 // private keys are 0600, and nothing secret is printed.
 
 const (
@@ -27,13 +27,15 @@ const (
 func newCertsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "certs",
-		Short: "Make a CA and member certificates for the ensemble's TLS member link",
-		Long: `Make the files an ensemble's mutual TLS member link (sslQuorum) needs: a small CA
-(ca), then a PEM key store for each member (member), signed by it. Every member gets
-ca.pem, the trust store, and its own member-N.pem; ca-key.pem stays where certificates
-are made. The files work for Apache ZooKeeper's PEM stores too.`,
+		Short: "Make a CA, and certificates for the TLS member link and the secure client port",
+		Long: `Make the files TLS needs: a small CA (ca), then, signed by it, a PEM key store for
+each ensemble member's mutual TLS member link (member, sslQuorum), a key store for a
+server's secure client port (server, secureClientPort), and a certificate and key for
+each client (client), whose subject is its x509 identity. Members and servers get
+ca.pem, the trust store, and their own key store; ca-key.pem stays where certificates
+are made. The files work for Apache ZooKeeper's PEM stores and clients too.`,
 	}
-	cmd.AddCommand(newCertsCACmd(), newCertsMemberCmd())
+	cmd.AddCommand(newCertsCACmd(), newCertsMemberCmd(), newCertsServerCmd(), newCertsClientCmd())
 	return cmd
 }
 
@@ -90,6 +92,8 @@ func runCertsCA(out io.Writer, dir, name string, validity time.Duration, force b
 		fmt.Fprintln(out, "a new CA: the certificates of the old one no longer verify, so make every member's again")
 	}
 	fmt.Fprintf(out, "next, for each member: paddock certs member --dir %s --id N --host HOST\n", dir)
+	fmt.Fprintf(out, "for a secure client port: paddock certs server --dir %s --host HOST, and for each client: "+
+		"paddock certs client --dir %s --name NAME\n", dir, dir)
 	return nil
 }
 
@@ -131,9 +135,9 @@ func runCertsMember(out io.Writer, dir string, id uint64, hosts []string, validi
 	if err := mayWrite(force, path); err != nil {
 		return err
 	}
-	ca, err := certs.LoadCA(filepath.Join(dir, caCertFile), filepath.Join(dir, caKeyFile))
+	ca, err := loadCertsCA(dir)
 	if err != nil {
-		return fmt.Errorf("%w (make the CA first: paddock certs ca --dir %s)", err, dir)
+		return err
 	}
 	certPEM, keyPEM, err := ca.Issue(certs.IssueOptions{Hosts: hosts, MemberID: id, Validity: validity})
 	if err != nil {
@@ -148,12 +152,7 @@ func runCertsMember(out io.Writer, dir string, id uint64, hosts []string, validi
 
 // printMemberConfig tells what member-N.pem holds and how to configure member id with it.
 func printMemberConfig(out io.Writer, id uint64, hosts []string, keyStore, trustStore string) {
-	abs := func(p string) string {
-		if a, err := filepath.Abs(p); err == nil {
-			return a
-		}
-		return p
-	}
+	abs := absPath
 	fmt.Fprintf(out, "wrote %s (mode 0600): member %d's key store: its private key, its certificate "+
 		"(urn:paddock:member:%d, %s) and the CA's certificate\n", keyStore, id, id, strings.Join(hosts, ", "))
 	fmt.Fprintf(out, "copy it and %s to member %d; its zoo.cfg then says, with the paths there:\n", trustStore, id)

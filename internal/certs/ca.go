@@ -13,6 +13,7 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -132,15 +133,20 @@ type IssueOptions struct {
 	Hosts []string
 	// MemberID, when not 0, names the ensemble member the certificate is for (MemberURI).
 	MemberID uint64
+	// ExtKeyUsage is which end of a TLS link the certificate may authenticate: empty
+	// means both (server and client authentication), as a member, which accepts and
+	// makes connections, needs. A client's certificate is best client authentication
+	// only, and a server's server authentication only, so that neither can stand in
+	// for the other.
+	ExtKeyUsage []x509.ExtKeyUsage
 	// Validity is how long the certificate is valid from now; it ends no later than the
 	// CA's certificate does.
 	Validity time.Duration
 }
 
-// Issue makes a new ECDSA P-256 key and a certificate for it signed by the CA, for both
-// ends of a TLS link (extended key usages server and client authentication: a member
-// both accepts and makes connections). It returns both in PEM; the key is PKCS#8,
-// unencrypted, which ZooKeeper's PEM key stores read too.
+// Issue makes a new ECDSA P-256 key and a certificate for it signed by the CA, for the
+// ends of a TLS link o.ExtKeyUsage says (both by default). It returns both in PEM; the
+// key is PKCS#8, unencrypted, which ZooKeeper's PEM key stores read too.
 func (ca *CA) Issue(o IssueOptions) (certPEM, keyPEM []byte, err error) {
 	tmpl, err := ca.template(o)
 	if err != nil {
@@ -170,6 +176,10 @@ func (ca *CA) template(o IssueOptions) (*x509.Certificate, error) {
 	if err != nil {
 		return nil, err
 	}
+	usage := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+	if len(o.ExtKeyUsage) > 0 {
+		usage = slices.Clone(o.ExtKeyUsage)
+	}
 	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
@@ -177,7 +187,7 @@ func (ca *CA) template(o IssueOptions) (*x509.Certificate, error) {
 		NotBefore:    now.Add(-backdate),
 		NotAfter:     now.Add(o.Validity),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		ExtKeyUsage:  usage,
 	}
 	if tmpl.NotAfter.After(ca.cert.NotAfter) {
 		tmpl.NotAfter = ca.cert.NotAfter

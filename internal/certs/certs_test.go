@@ -235,6 +235,34 @@ func TestIssue(t *testing.T) {
 	}
 }
 
+// A certificate issued for one end of a link verifies for that end only.
+func TestIssueExtKeyUsage(t *testing.T) {
+	ca := newCA(t, "test CA")
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Certificate())
+	for _, tt := range []struct {
+		name  string
+		usage []x509.ExtKeyUsage
+	}{
+		{"client", []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}},
+		{"server", []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			certPEM, _ := issue(t, ca, IssueOptions{CommonName: tt.name, ExtKeyUsage: tt.usage})
+			leaf := parseCert(t, certPEM)
+			if !slices.Equal(leaf.ExtKeyUsage, tt.usage) {
+				t.Fatalf("ext key usage = %v, want %v", leaf.ExtKeyUsage, tt.usage)
+			}
+			for _, u := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
+				_, err := leaf.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{u}})
+				if want := u == tt.usage[0]; (err == nil) != want {
+					t.Errorf("verified for usage %v: %v, want ok %v", u, err, want)
+				}
+			}
+		})
+	}
+}
+
 func parseCert(t *testing.T, certPEM []byte) *x509.Certificate {
 	t.Helper()
 	b, _ := pem.Decode(certPEM)
