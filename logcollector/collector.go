@@ -173,7 +173,7 @@ func (c *Collector) claim(ctx context.Context) error {
 		}
 		switch {
 		case deadline.IsZero():
-			deadline, statusMtime = time.Now().Add(c.cfg.SessionTimeout), mtime
+			deadline, statusMtime = time.Now().Add(c.cfg.SessionTimeout+time.Second), mtime
 			c.logger.Warn("collector id held by another session: waiting for it to expire unless it is alive",
 				"holder", h.String(), "at_most", c.cfg.SessionTimeout)
 		case mtime != statusMtime:

@@ -142,10 +142,11 @@ func (t *sourceCLI) lsCmd() *cobra.Command {
 	})
 }
 
-type collectorCLI struct{ serviceCLI }
+// collectorCLI is the collector command; its flags live in the sourceCLI it wraps.
+type collectorCLI struct{ *sourceCLI }
 
 func newCollectorCmd() *cobra.Command {
-	t := &collectorCLI{serviceCLI{zkCLI: zkCLI{exit: os.Exit, name: "paddock logcollector collector"}}}
+	t := &collectorCLI{&sourceCLI{serviceCLI{zkCLI: zkCLI{exit: os.Exit, name: "paddock logcollector collector"}}}}
 	cmd := &cobra.Command{
 		Use:   "collector",
 		Short: "List, drain, undrain and remove log collectors",
@@ -156,10 +157,6 @@ usage.`,
 	}
 	return t.setup(cmd, "`path` /logs lives under", "timeout", "ls, drain, undrain or rm",
 		t.lsCmd(), t.drainCmd(true), t.drainCmd(false), t.rmCmd())
-}
-
-func (t *collectorCLI) subcommand(cmd *cobra.Command, args cobra.PositionalArgs, run sourceAction) *cobra.Command {
-	return (&sourceCLI{t.serviceCLI}).subcommand(cmd, args, run)
 }
 
 func (t *collectorCLI) lsCmd() *cobra.Command {
