@@ -15,10 +15,10 @@ import (
 	"github.com/paddock/paddock/coordinator"
 )
 
-// Collector is one log collector. It registers as /logs/collector/<host>, takes in
-// the assignments the rebalancer writes there, tails the assigned sources' files,
-// ships their lines to its sink, and reports its progress in
-// /logs/collector/<host>/status. Make one with NewCollector and call Run once.
+// Collector is one log collector. It registers as /logs/collector/<id>, holding the
+// id with the ephemeral /logs/collector/<id>/session, takes in the assignments the
+// rebalancer writes there, tails the assigned sources' files, ships their lines to its
+// sink, and reports its progress (and its host) in /logs/collector/<id>/status. Make one with NewCollector and call Run once.
 //
 // Delivery is at least once. A file's offset is recorded in the status only after the
 // sink accepted the lines before it, and a source's next owner resumes from the
@@ -67,12 +67,13 @@ func (c *Collector) ID() string { return c.cfg.ID }
 // Host returns the machine the collector runs on: it reads only that host's sources.
 func (c *Collector) Host() string { return c.cfg.Host }
 
-// Run registers the collector (creating /logs/collector/<host> if missing, with an
-// empty assignment) and collects until ctx ends. It then stops reading, writes its
-// final status (state "stopped", with the offsets it got to, from which a restart or
-// the next owner resumes) and returns nil. It returns an error if the sink cannot be
-// opened, the registration is refused, or the Session is closed under it. It may be
-// called once.
+// Run registers the collector (creating /logs/collector/<id> if missing, with an
+// empty assignment, and claiming the id) and collects until ctx ends. It then stops
+// reading, writes its final status (state "stopped", with the offsets it got to, from
+// which a restart or the next owner resumes), releases its id and returns nil. It
+// returns an error if the sink cannot be opened, the registration is refused (the id
+// is held by another live process: ErrIDHeld), or the Session is closed under it. It
+// may be called once.
 func (c *Collector) Run(ctx context.Context) error {
 	if c.ran.Swap(true) {
 		return errors.New("logcollector: collector: Run called twice")
@@ -98,6 +99,7 @@ func (c *Collector) Run(ctx context.Context) error {
 	c.logger.Info("collector started", "sink", c.cfg.Sink)
 	err = l.run(ctx)
 	l.shutdown()
+	c.release()
 	c.logger.Info("collector stopped")
 	return err
 }
@@ -188,6 +190,15 @@ func (c *Collector) claim(ctx context.Context) error {
 			return ctx.Err()
 		case <-time.After(min(c.cfg.StatusInterval, 200*time.Millisecond)):
 		}
+	}
+}
+
+// release deletes the collector's session node, if this session holds it: a new
+// process may take the id at once.
+func (c *Collector) release() {
+	path := c.layout.Session(c.cfg.ID)
+	if _, st, err := c.conn.Exists(path); err == nil && st != nil && st.EphemeralOwner == c.conn.SessionID() {
+		c.conn.Delete(path, st.Version)
 	}
 }
 

@@ -330,6 +330,7 @@ func TestCollectorNodeRemovedIsRecreated(t *testing.T) {
 	e.waitEpoch("c1", 0)
 	conn := e.sess.Conn()
 	if _, err := conn.Multi(&zk.DeleteRequest{Path: e.layout.Status("c1"), Version: -1},
+		&zk.DeleteRequest{Path: e.layout.Session("c1"), Version: -1},
 		&zk.DeleteRequest{Path: e.layout.Collector("c1"), Version: -1}); err != nil {
 		t.Fatal(err)
 	}
