@@ -20,7 +20,8 @@ import (
 type rebalancer struct {
 	s        *coordinator.Session
 	l        Layout
-	host     string
+	id       string        // the collector's id, of the process standing for election
+	host     string        // the host it runs on
 	grace    time.Duration // a collector whose status is older is lost
 	interval time.Duration // how often the state is polled
 	logger   *slog.Logger
@@ -50,7 +51,7 @@ func (c *collectorState) caughtUp() bool {
 
 // run stands for election and rebalances while it leads, until ctx ends.
 func (r *rebalancer) run(ctx context.Context) {
-	info, _ := json.Marshal(map[string]any{"host": r.host, "pid": os.Getpid(), "since": time.Now().UTC()})
+	info, _ := json.Marshal(map[string]any{"id": r.id, "host": r.host, "pid": os.Getpid(), "since": time.Now().UTC()})
 	for ctx.Err() == nil {
 		h, err := coordinator.NewElection(r.s, r.l.Rebalancer(), info).Campaign(ctx)
 		if err != nil {

@@ -50,7 +50,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r := &rebalancer{s: sess, l: s.layout, host: s.cfg.ID, grace: s.cfg.Grace, interval: s.cfg.RebalanceInterval,
+	r := &rebalancer{s: sess, l: s.layout, id: s.cfg.ID, host: s.cfg.Host, grace: s.cfg.Grace, interval: s.cfg.RebalanceInterval,
 		logger: s.logger.With("role", "rebalancer")}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -195,12 +195,12 @@ func TestCollection(t *testing.T) {
 
 	// Kill a collector that is not the rebalancer, mid-write, with a rotation.
 	var rebal struct {
-		Host string `json:"host"`
+		ID string `json:"id"`
 	}
 	data, _, _ := r.s.Conn().Get(r.layout.Rebalancer())
 	json.Unmarshal(data, &rebal)
 	victim := "c2"
-	if rebal.Host == victim {
+	if rebal.ID == victim {
 		victim = "c3"
 	}
 	lostSources := r.assignments()[victim]
@@ -218,8 +218,8 @@ func TestCollection(t *testing.T) {
 	w.write(t, 10)
 
 	// Kill the rebalancer; another takes over and assigns a new source.
-	r.procs[rebal.Host].Kill()
-	live = slices.DeleteFunc(slices.Clone(live), func(c string) bool { return c == rebal.Host })
+	r.procs[rebal.ID].Kill()
+	live = slices.DeleteFunc(slices.Clone(live), func(c string) bool { return c == rebal.ID })
 	p := filepath.Join(r.dir, "logs", "src20", "app.log")
 	os.MkdirAll(filepath.Dir(p), 0o755)
 	w.mu.Lock()
@@ -253,7 +253,7 @@ func TestCollection(t *testing.T) {
 	// A line is shipped twice only by the owner after a killed collector, at or past
 	// the offset the killed one had recorded for its file.
 	recorded := map[string]map[uint64]int64{} // source -> inode -> offset, of the killed collectors
-	for _, host := range []string{victim, rebal.Host} {
+	for _, host := range []string{victim, rebal.ID} {
 		var st logcollector.Status
 		if data, _, err := r.s.Conn().Get(r.layout.Status(host)); err == nil && json.Unmarshal(data, &st) == nil {
 			for src, ss := range st.Sources {
