@@ -36,6 +36,10 @@ type SourceView struct {
 	Source           // host, path
 	Collector string `json:"collector,omitempty"` // the collector assigned it, if any
 	LagBytes  int64  `json:"lag_bytes"`
+	// Problem says why the source is not collected, or not wholly: "unplaced: no
+	// collector on host X", or its collector's report such as "no file matches GLOB".
+	// Empty when it is read.
+	Problem string `json:"problem,omitempty"`
 }
 
 // AddSource defines a source: the files matching path (a glob) on host.
@@ -86,7 +90,7 @@ func (a *Admin) RemoveSource(ctx context.Context, id string) error {
 	}
 }
 
-// Sources lists the sources by id, with their collectors and lag.
+// Sources lists the sources by id, with their collectors, lag and problems.
 func (a *Admin) Sources(ctx context.Context) ([]SourceView, error) {
 	conn := a.s.Conn()
 	ids, _, err := conn.Children(a.l.Sources())
@@ -96,41 +100,46 @@ func (a *Admin) Sources(ctx context.Context) ([]SourceView, error) {
 	if err != nil {
 		return nil, err
 	}
-	owner, lag := a.owners()
+	collectors, err := a.Collectors(ctx)
+	if err != nil {
+		return nil, err
+	}
+	owner := map[string]CollectorView{}
+	hosts := map[string]bool{} // hosts with a collector that takes sources
+	for _, c := range collectors {
+		if c.Assignment != nil {
+			for _, s := range c.Assignment.Sources {
+				owner[s] = c
+			}
+		}
+		if c.Live && !c.Drained && c.Host != "" {
+			hosts[c.Host] = true
+		}
+	}
 	var out []SourceView
 	for _, id := range slices.Sorted(slices.Values(ids)) {
 		data, _, err := conn.Get(a.l.Source(id))
 		if err != nil {
 			continue
 		}
-		v := SourceView{ID: id, Collector: owner[id], LagBytes: lag[id]}
-		if json.Unmarshal(data, &v.Source) == nil {
-			out = append(out, v)
+		v := SourceView{ID: id}
+		if json.Unmarshal(data, &v.Source) != nil {
+			continue
 		}
+		c, held := owner[id]
+		if held {
+			v.Collector = c.ID
+			if c.Status != nil {
+				ss := c.Status.Sources[id]
+				v.LagBytes, v.Problem = ss.LagBytes, ss.Problem
+			}
+			if !c.Live {
+				v.Problem = "its collector " + c.ID + " is " + c.State
+			}
+		} else if !hosts[v.Host] {
+			v.Problem = "unplaced: no collector on host " + v.Host
+		}
+		out = append(out, v)
 	}
 	return out, nil
-}
-
-// owners maps each assigned source to its collector and its lag there.
-func (a *Admin) owners() (map[string]string, map[string]int64) {
-	conn := a.s.Conn()
-	owner, lag := map[string]string{}, map[string]int64{}
-	cs, _, _ := conn.Children(a.l.Collectors())
-	for _, c := range cs {
-		var asg Assignment
-		if data, _, err := conn.Get(a.l.Collector(c)); err == nil && json.Unmarshal(data, &asg) == nil {
-			for _, s := range asg.Sources {
-				owner[s] = c
-			}
-		}
-		var st Status
-		if data, _, err := conn.Get(a.l.Status(c)); err == nil && json.Unmarshal(data, &st) == nil {
-			for s, ss := range st.Sources {
-				if owner[s] == c {
-					lag[s] = ss.LagBytes
-				}
-			}
-		}
-	}
-	return owner, lag
 }

@@ -16,8 +16,10 @@ import (
 
 // The states a collector writes in its status.
 const (
-	collectorRunning = "running"
-	collectorStopped = "stopped" // stopped cleanly: it reads nothing, its offsets are final
+	collectorRunning  = "running"
+	collectorDraining = "draining" // drained, still holding sources being handed over
+	collectorDrained  = "drained"  // drained and holding no source
+	collectorStopped  = "stopped"  // stopped cleanly: it reads nothing, its offsets are final
 )
 
 // assignmentRetry is how long the loop waits to read the assignment again after a
@@ -52,6 +54,7 @@ type collectorLoop struct {
 	dirty         bool             // the assignment is to be read again
 	retry         <-chan time.Time // fires when a failed read is to be tried again
 	statusFailing bool             // the last status write failed (logged once per streak)
+	drained       bool             // the collector's drained node exists (checked every tick)
 }
 
 func newCollectorLoop(c *Collector, sink Sink) *collectorLoop {
@@ -66,7 +69,7 @@ func newCollectorLoop(c *Collector, sink Sink) *collectorLoop {
 // loadStatus takes up the status an earlier run left: its entries are kept (as let
 // go of) until the assignment says which are this collector's to resume.
 func (l *collectorLoop) loadStatus(ctx context.Context) error {
-	path := l.c.layout.Status(l.c.cfg.Host)
+	path := l.c.layout.Status(l.c.cfg.ID)
 	for {
 		data, _, err := l.c.conn.Get(path)
 		if errors.Is(err, zk.ErrNoNode) {
@@ -113,7 +116,9 @@ func (l *collectorLoop) run(ctx context.Context) error {
 				}
 				return errors.New("logcollector: collector: session closed while running")
 			}
-			l.onSession(ev)
+			if err := l.onSession(ctx, ev); err != nil {
+				return err
+			}
 		case <-l.watch:
 			l.watch, l.dirty = nil, true
 		case <-l.retry:
@@ -126,12 +131,16 @@ func (l *collectorLoop) run(ctx context.Context) error {
 
 // onSession follows the session: reading goes on while disconnected (the offsets are
 // recorded once the status can be written again); after a reconnection the
-// assignment is read again, which re-arms its watch.
-func (l *collectorLoop) onSession(ev coordinator.Event) {
+// assignment is read again, which re-arms its watch, and in a new session the id is
+// claimed again: if another process holds it by then, the collector stops (error).
+func (l *collectorLoop) onSession(ctx context.Context, ev coordinator.Event) error {
 	switch ev.State {
 	case coordinator.StateConnected:
 		if ev.NewSession {
 			l.logger.Info("new session: reading the assignment again", "session_id", hexSession(ev.SessionID))
+			if err := l.c.claim(ctx); errors.Is(err, ErrIDHeld) {
+				return err
+			}
 		}
 		l.dirty = true
 	case coordinator.StateSuspended:
@@ -139,13 +148,14 @@ func (l *collectorLoop) onSession(ev coordinator.Event) {
 	case coordinator.StateLost:
 		l.logger.Warn("session lost: reading goes on until a new one", "sources", len(l.tails))
 	}
+	return nil
 }
 
 // readAssignment reads the collector node, re-arming its watch, and takes in the
 // assignment if it changed. A node removed under the collector is created again. It
 // returns false if it could not read it, for run to try again.
 func (l *collectorLoop) readAssignment(ctx context.Context) bool {
-	path := l.c.layout.Collector(l.c.cfg.Host)
+	path := l.c.layout.Collector(l.c.cfg.ID)
 	data, _, watch, err := l.c.conn.GetW(path)
 	if errors.Is(err, zk.ErrNoNode) {
 		l.logger.Warn("collector node missing: registering again", "path", path)
@@ -236,6 +246,10 @@ func (l *collectorLoop) announce() {
 
 // tick writes the status, and starts assigned sources that could not be started yet.
 func (l *collectorLoop) tick() {
+	if ok, _, err := l.c.conn.Exists(l.c.layout.Drained(l.c.cfg.ID)); err == nil && ok != l.drained {
+		l.drained = ok
+		l.logger.Info("drained", "drained", ok)
+	}
 	if !l.announced {
 		l.announce()
 		return
@@ -261,7 +275,7 @@ func (l *collectorLoop) startPending() {
 		l.logger.Warn("cannot read the statuses to resume from: trying again", "err", err)
 		return
 	}
-	statuses[l.c.cfg.Host] = l.status(collectorRunning) // newer than our node
+	statuses[l.c.cfg.ID] = l.status(collectorRunning) // newer than our node
 	l.prune(statuses)
 	for _, id := range pending {
 		l.start(id, statuses)
@@ -297,7 +311,7 @@ func (l *collectorLoop) prune(statuses map[string]Status) {
 			continue
 		}
 		for host, st := range statuses {
-			if ss, ok := st.Sources[id]; ok && host != l.c.cfg.Host && ss.Epoch > mine.Epoch {
+			if ss, ok := st.Sources[id]; ok && host != l.c.cfg.ID && ss.Epoch > mine.Epoch {
 				delete(l.retained, id)
 				break
 			}
@@ -308,7 +322,13 @@ func (l *collectorLoop) prune(statuses map[string]Status) {
 // status returns the collector's status now: the sources read, at the epoch taken
 // in, and the final progress on those let go of.
 func (l *collectorLoop) status(state string) Status {
-	st := Status{State: state, Updated: time.Now().UTC(), Epoch: l.epoch,
+	if state == collectorRunning && l.drained {
+		state = collectorDrained
+		if len(l.assigned) > 0 {
+			state = collectorDraining
+		}
+	}
+	st := Status{State: state, Updated: time.Now().UTC(), Host: l.c.cfg.Host, Epoch: l.epoch,
 		Sources: make(map[string]SourceStatus, len(l.retained)+len(l.tails))}
 	for id, ss := range l.retained {
 		st.Sources[id] = ss

@@ -133,7 +133,7 @@ type runningCollector struct {
 func (e *collectorEnv) startCollector(host, sinkDir string) *runningCollector {
 	e.t.Helper()
 	cfg := DefaultConfig()
-	cfg.Servers, cfg.Host, cfg.Sink = []string{e.addr}, host, sinkDir
+	cfg.Servers, cfg.ID, cfg.Sink = []string{e.addr}, host, sinkDir
 	cfg.StatusInterval, cfg.PollInterval = 50*time.Millisecond, testPoll
 	c, err := NewCollector(cfg, connectTest(e.t, e.addr), testutil.TestLogger())
 	if err != nil {
@@ -157,10 +157,10 @@ func (rc *runningCollector) stop(t *testing.T) {
 	select {
 	case err := <-rc.done:
 		if err != nil {
-			t.Errorf("collector %s: Run = %v, want nil after ctx ended", rc.c.Host(), err)
+			t.Errorf("collector %s: Run = %v, want nil after ctx ended", rc.c.ID(), err)
 		}
 	case <-time.After(waitLong):
-		t.Fatalf("collector %s: Run did not return after ctx ended", rc.c.Host())
+		t.Fatalf("collector %s: Run did not return after ctx ended", rc.c.ID())
 	}
 }
 
@@ -243,8 +243,8 @@ func TestCollectorFollowsAssignmentsAndHandsOff(t *testing.T) {
 	}
 	sink1, sink2 := t.TempDir(), t.TempDir()
 	c1 := e.startCollector("c1", sink1)
-	if c1.c.Host() != "c1" {
-		t.Errorf("Host() = %s", c1.c.Host())
+	if c1.c.ID() != "c1" {
+		t.Errorf("ID() = %s", c1.c.ID())
 	}
 	st := e.waitEpoch("c1", 0)
 	if st.State != "running" || time.Since(st.Updated) > waitLong {
@@ -330,6 +330,7 @@ func TestCollectorNodeRemovedIsRecreated(t *testing.T) {
 	e.waitEpoch("c1", 0)
 	conn := e.sess.Conn()
 	if _, err := conn.Multi(&zk.DeleteRequest{Path: e.layout.Status("c1"), Version: -1},
+		&zk.DeleteRequest{Path: e.layout.Session("c1"), Version: -1},
 		&zk.DeleteRequest{Path: e.layout.Collector("c1"), Version: -1}); err != nil {
 		t.Fatal(err)
 	}
@@ -373,11 +374,9 @@ func TestConfigValidate(t *testing.T) {
 	if err := good.Validate(); err != nil {
 		t.Fatalf("defaults with a host: %v", err)
 	}
-	// The host may be left to New (the host name), but a collector needs one.
-	noHost := good
-	noHost.Host = ""
-	if _, err := NewCollector(noHost, nil, nil); err == nil || !strings.Contains(err.Error(), `host = "":`) {
-		t.Errorf("NewCollector without a host: %v", err)
+	// The id defaults to the host, the host to the host name.
+	if d := DefaultConfig().withDefaults(); d.Host == "" || d.ID != d.Host {
+		t.Errorf("defaults: host %q, id %q: want the host name for both", d.Host, d.ID)
 	}
 	tests := []struct {
 		name   string
@@ -389,6 +388,7 @@ func TestConfigValidate(t *testing.T) {
 		{"short session", func(c *Config) { c.SessionTimeout = time.Millisecond }, "session_timeout = 1ms"},
 		{"bad root", func(c *Config) { c.Root = "rel" }, "root = rel"},
 		{"bad host", func(c *Config) { c.Host = "a/b" }, "host = a/b:"},
+		{"bad id", func(c *Config) { c.ID = "-x" }, "id = -x:"},
 		{"no sink", func(c *Config) { c.Sink = "" }, `sink = "":`},
 		{"no status interval", func(c *Config) { c.StatusInterval = 0 }, "status_interval = 0s:"},
 		{"no poll interval", func(c *Config) { c.PollInterval = -time.Second }, "poll_interval = -1s:"},
@@ -407,8 +407,9 @@ func TestConfigValidate(t *testing.T) {
 
 func TestNewCollectorChecks(t *testing.T) {
 	cfg := DefaultConfig()
+	cfg.Host = "a/b"
 	if _, err := NewCollector(cfg, nil, nil); err == nil {
-		t.Error("NewCollector without a host succeeded")
+		t.Error("NewCollector with a bad host succeeded")
 	}
 	cfg.Host = "c1"
 	if _, err := NewCollector(cfg, nil, nil); err == nil {

@@ -22,7 +22,12 @@ type Config struct {
 	coordinator.Access
 	// Root is the path /logs lives under.
 	Root string
-	// Host is the collector's id, stable across restarts; empty means the host name.
+	// ID is the collector's id, stable across restarts (key id, flag --id); empty means
+	// Host.
+	ID string `config:"id"`
+	// Host is the machine the collector runs on: it is given only the sources of that
+	// host, whose files are on its disk. Empty means the host name (os.Hostname); tests
+	// set it to run "hosts" side by side.
 	Host string
 	// Sink is the directory of the JSON-lines files, one per source, or "-" for stdout.
 	Sink string
@@ -43,7 +48,7 @@ const minInterval = time.Millisecond
 
 // DefaultConfig returns the defaults: a server on 127.0.0.1:2181, a 10 s session, root
 // /, sink data/logs, status every second, files polled every 200 ms, a collector lost
-// after 10 s of silence. Host defaults to the host name (New); NewCollector needs one.
+// after 10 s of silence. Host defaults to the host name, ID to Host.
 func DefaultConfig() Config {
 	return Config{
 		Servers:           []string{"127.0.0.1:2181"},
@@ -61,8 +66,13 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	errs := task.CheckConnection(c.Servers, c.SessionTimeout, c.Root)
 	errs = append(errs, c.Access.Check()...)
+	if c.ID != "" {
+		if err := CheckID("collector", c.ID); err != nil {
+			errs = append(errs, fmt.Errorf("id = %s: %w", c.ID, err))
+		}
+	}
 	if c.Host != "" {
-		if err := CheckID("collector", c.Host); err != nil {
+		if err := CheckID("host", c.Host); err != nil {
 			errs = append(errs, fmt.Errorf("host = %s: %w", c.Host, err))
 		}
 	}
@@ -81,13 +91,17 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (c Config) host() string {
-	if c.Host != "" {
-		return c.Host
+// withDefaults fills in Host (the host name) and ID (Host) where empty.
+func (c Config) withDefaults() Config {
+	if c.Host == "" {
+		h, err := os.Hostname()
+		if err != nil || CheckID("host", h) != nil {
+			h = "localhost"
+		}
+		c.Host = h
 	}
-	h, err := os.Hostname()
-	if err != nil || CheckID("collector", h) != nil {
-		return "collector"
+	if c.ID == "" {
+		c.ID = c.Host
 	}
-	return h
+	return c
 }

@@ -3,14 +3,27 @@
 // among the live collectors. Its layout, under a configurable root:
 //
 //	/logs/sources/<source-id>        persistent  a source: {"host","path":"glob","added"}
-//	/logs/collector/<host>           persistent  a collector; data = its Assignment {"epoch","sources":[…]}
-//	/logs/collector/<host>/status    persistent  the collector's Status, every status_interval:
-//	                                 {"state","updated","epoch","sources":{"<id>":{"epoch","files","lag_bytes"}}}
+//	/logs/collector/<id>             persistent  a collector; data = its Assignment {"epoch","sources":[…]}
+//	/logs/collector/<id>/status      persistent  the collector's Status, every status_interval:
+//	                                 {"state","updated","host","epoch",
+//	                                  "sources":{"<id>":{"epoch","files","lag_bytes","problem"}}}
+//	/logs/collector/<id>/session     ephemeral   holds the id: {"host","pid","since"}
+//	/logs/collector/<id>/drained     persistent  present while the collector is drained: {"since"}
 //	/logs/rebalancer                 ephemeral   the elected rebalancer
+//	/logs/clock                      persistent  set by the rebalancer at every step: its mtime is the
+//	                                 servers' clock; data {"grace_ms"}
 //
 // Collector nodes are persistent, so an assignment outlives a restart; a collector is
-// live while its status is fresh (updated within grace), which the rebalancer polls —
-// the status changes too often to watch.
+// live while its status node is fresh — its mtime within grace of the clock node's, both
+// the servers' clock, so no collector's clock matters — which the rebalancer polls (the
+// status changes too often to watch). Readers (Admin, the console) also require the
+// session node: a killed collector shows dead once its session expires or its status
+// goes stale, whichever comes first.
+//
+// A source is placed only on a collector whose status names the source's host
+// (planByHost): files are read from the disk of the machine they are on, never from
+// another's. A drained collector is given nothing; its sources are handed over the
+// two-step way below.
 //
 // The rebalancer keeps the assignment balanced (counts differ by at most one) and
 // sticky (a source moves only when its collector is lost or holds more than its

@@ -37,6 +37,17 @@ func (l Layout) Collector(host string) string { return l.join("collector", host)
 func (l Layout) Status(host string) string    { return l.join("collector", host, "status") }
 func (l Layout) Rebalancer() string           { return l.join("rebalancer") }
 
+// Session is the ephemeral node of the session running collector id: it holds the
+// id, so that a second process started with it is refused.
+func (l Layout) Session(id string) string { return l.join("collector", id, "session") }
+
+// Drained is the node whose presence drains collector id: it gets no sources.
+func (l Layout) Drained(id string) string { return l.join("collector", id, "drained") }
+
+// Clock is the node the rebalancer sets at every step: its mtime is the servers'
+// clock, against which the status nodes' mtimes tell a live collector.
+func (l Layout) Clock() string { return l.join("clock") }
+
 // Source is a log source, in /logs/sources/<id>: the files matching Path (a glob) on
 // Host.
 type Source struct {
@@ -54,8 +65,13 @@ type Assignment struct {
 
 // Status is what a collector writes to /logs/collector/<host>/status every interval.
 type Status struct {
-	State   string    `json:"state"` // running, or stopped (a clean stop, final offsets)
+	// State is running, draining (drained, still holding sources), drained (holding
+	// none), or stopped (a clean stop, final offsets).
+	State   string    `json:"state"`
 	Updated time.Time `json:"updated"`
+	// Host is the machine the collector runs on (its host key): the rebalancer gives it
+	// only sources of that host.
+	Host string `json:"host,omitempty"`
 	// Epoch is the epoch of the assignment the collector has taken in: it reads the
 	// sources of that assignment and no other. The rebalancer waits for it before giving
 	// a source a collector let go of to another.
@@ -72,6 +88,9 @@ type SourceStatus struct {
 	Files map[string]FileOffset `json:"files"`
 	// LagBytes is how many bytes of the source's files are not shipped yet.
 	LagBytes int64 `json:"lag_bytes"`
+	// Problem says why nothing is read, such as a glob that matches no file; empty
+	// when files are read.
+	Problem string `json:"problem,omitempty"`
 }
 
 // FileOffset is where reading a file stands. Inode tells a file renamed by rotation

@@ -2,6 +2,7 @@ package logcollector
 
 import (
 	"cmp"
+	"maps"
 	"path/filepath"
 	"slices"
 )
@@ -64,6 +65,29 @@ func plan(current map[string][]string, live, sources []string) map[string][]stri
 			free = free[1:]
 		}
 		slices.Sort(out[c])
+	}
+	return out
+}
+
+// planByHost returns the plan per host: the sources of each host (sources maps ids to
+// hosts) go to the collectors on that host (hosts maps the collectors that may take
+// sources to their hosts), as plan divides them. A source whose host has no such
+// collector is in no one's plan: it is unplaced, never read from another machine.
+func planByHost(current map[string][]string, hosts map[string]string, sources map[string]string) map[string][]string {
+	byHost := map[string][]string{}
+	for c, h := range hosts {
+		byHost[h] = append(byHost[h], c)
+	}
+	out := map[string][]string{}
+	for h, live := range byHost {
+		var ss []string
+		for s, sh := range sources {
+			if sh == h {
+				ss = append(ss, s)
+			}
+		}
+		slices.Sort(ss)
+		maps.Copy(out, plan(current, live, ss))
 	}
 	return out
 }

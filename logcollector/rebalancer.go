@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"os"
@@ -19,7 +20,8 @@ import (
 type rebalancer struct {
 	s        *coordinator.Session
 	l        Layout
-	host     string
+	id       string        // the collector's id, of the process standing for election
+	host     string        // the host it runs on
 	grace    time.Duration // a collector whose status is older is lost
 	interval time.Duration // how often the state is polled
 	logger   *slog.Logger
@@ -32,6 +34,13 @@ type collectorState struct {
 	version    int32
 	status     *Status
 	live       bool
+	drained    bool // its drained node exists: it is to hold no source
+}
+
+// placeable says the collector may be given sources: live, not drained, and its host
+// known (from its status).
+func (c *collectorState) placeable() bool {
+	return c.live && !c.drained && c.status != nil && c.status.Host != ""
 }
 
 // caughtUp says the collector has taken in its latest assignment: it reads nothing
@@ -42,7 +51,7 @@ func (c *collectorState) caughtUp() bool {
 
 // run stands for election and rebalances while it leads, until ctx ends.
 func (r *rebalancer) run(ctx context.Context) {
-	info, _ := json.Marshal(map[string]any{"host": r.host, "pid": os.Getpid(), "since": time.Now().UTC()})
+	info, _ := json.Marshal(map[string]any{"id": r.id, "host": r.host, "pid": os.Getpid(), "since": time.Now().UTC()})
 	for ctx.Err() == nil {
 		h, err := coordinator.NewElection(r.s, r.l.Rebalancer(), info).Campaign(ctx)
 		if err != nil {
@@ -77,28 +86,47 @@ func (r *rebalancer) lead(ctx context.Context, h *coordinator.Hold) {
 // taken in the assignment without it (or is lost), so that two never read it at once.
 func (r *rebalancer) step() error {
 	conn := r.s.Conn()
-	sources, _, err := conn.Children(r.l.Sources())
+	ids, _, err := conn.Children(r.l.Sources())
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
-	collectors, err := r.readCollectors()
+	sources := make(map[string]string, len(ids)) // id -> host
+	for _, id := range ids {
+		data, _, err := conn.Get(r.l.Source(id))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		var src Source
+		if json.Unmarshal(data, &src) != nil {
+			r.logger.Warn("source unreadable: not placing it", "source", id)
+		}
+		sources[id] = src.Host
+	}
+	now, err := r.serverNow()
+	if err != nil {
+		return err
+	}
+	collectors, err := r.readCollectors(now)
 	if err != nil {
 		return err
 	}
 	current := map[string][]string{}
-	var live []string
+	hosts := map[string]string{} // placeable collector -> host
 	epoch := int64(0)
 	for id, c := range collectors {
 		current[id] = c.assignment.Sources
 		epoch = max(epoch, c.assignment.Epoch)
-		if c.live {
-			live = append(live, id)
+		if c.placeable() {
+			hosts[id] = c.status.Host
 		}
 	}
-	want := plan(current, live, sources)
+	want := planByHost(current, hosts, sources)
 	for _, id := range slices.Sorted(maps.Keys(collectors)) {
 		c := collectors[id]
-		next := want[id] // nil for a lost collector: it is to read nothing
+		next := want[id] // nil for a lost or drained collector: it is to read nothing
 		if c.live {
 			next = r.admissible(id, c, next, collectors)
 		}
@@ -165,8 +193,27 @@ func (r *rebalancer) assign(id string, c *collectorState, a Assignment) error {
 	return nil
 }
 
-// readCollectors reads every collector's assignment and status.
-func (r *rebalancer) readCollectors() (map[string]*collectorState, error) {
+// serverNow sets the clock node and returns its mtime: the servers' clock now, against
+// which the status nodes' mtimes are judged (the collectors' clocks play no part).
+func (r *rebalancer) serverNow() (time.Time, error) {
+	conn := r.s.Conn()
+	path := r.l.Clock()
+	data := []byte(fmt.Sprintf(`{"grace_ms":%d}`, r.grace.Milliseconds()))
+	st, err := conn.Set(path, data, -1)
+	if errors.Is(err, zk.ErrNoNode) {
+		if _, err = conn.Create(path, data, 0, r.s.ACLFor(path)); err == nil || errors.Is(err, zk.ErrNodeExists) {
+			st, err = conn.Set(path, data, -1)
+		}
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(st.Mtime), nil
+}
+
+// readCollectors reads every collector's assignment, status and drain, judging
+// liveness by the status node's mtime against now, the servers' clock.
+func (r *rebalancer) readCollectors(now time.Time) (map[string]*collectorState, error) {
 	conn := r.s.Conn()
 	ids, _, err := conn.Children(r.l.Collectors())
 	if errors.Is(err, zk.ErrNoNode) {
@@ -175,7 +222,6 @@ func (r *rebalancer) readCollectors() (map[string]*collectorState, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
 	out := make(map[string]*collectorState, len(ids))
 	for _, id := range ids {
 		data, st, err := conn.Get(r.l.Collector(id))
@@ -190,15 +236,19 @@ func (r *rebalancer) readCollectors() (map[string]*collectorState, error) {
 			r.logger.Warn("collector assignment unreadable: replacing it", "collector", id)
 		}
 		c.assignment.Sources = sorted(c.assignment.Sources)
-		if sdata, _, err := conn.Get(r.l.Status(id)); err == nil {
+		var written time.Time
+		if sdata, sst, err := conn.Get(r.l.Status(id)); err == nil {
 			var s Status
 			if json.Unmarshal(sdata, &s) == nil {
-				c.status = &s
+				c.status, written = &s, time.UnixMilli(sst.Mtime)
 			}
+		}
+		if ok, _, err := conn.Exists(r.l.Drained(id)); err == nil {
+			c.drained = ok
 		}
 		// Live: a status written within the grace period, or just registered.
 		created := time.UnixMilli(st.Ctime)
-		c.live = c.status != nil && c.status.State != "stopped" && now.Sub(c.status.Updated) <= r.grace ||
+		c.live = c.status != nil && c.status.State != collectorStopped && now.Sub(written) <= r.grace ||
 			c.status == nil && now.Sub(created) <= r.grace
 		out[id] = c
 	}

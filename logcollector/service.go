@@ -26,9 +26,9 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	cfg.Host = cfg.host()
+	cfg = cfg.withDefaults()
 	layout, _ := NewLayout(cfg.Root)
-	return &Service{cfg: cfg, layout: layout, logger: logger.With("collector", cfg.Host)}, nil
+	return &Service{cfg: cfg, layout: layout, logger: logger.With("collector", cfg.ID)}, nil
 }
 
 // Run collects and stands for rebalancer until ctx ends; it returns nil then, or an
@@ -50,7 +50,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r := &rebalancer{s: sess, l: s.layout, host: s.cfg.Host, grace: s.cfg.Grace, interval: s.cfg.RebalanceInterval,
+	r := &rebalancer{s: sess, l: s.layout, id: s.cfg.ID, host: s.cfg.Host, grace: s.cfg.Grace, interval: s.cfg.RebalanceInterval,
 		logger: s.logger.With("role", "rebalancer")}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -78,6 +78,7 @@ type sourceTail struct {
 	buf      []byte
 	failing  bool            // the sink refused the last batch (logged once per streak)
 	searched bool            // findRotated has run
+	problem  string          // why no file is read (a glob matching nothing), for the status
 	warned   map[string]bool // problems logged once: a bad glob, unreadable paths
 	// rotatedIdle is how many polls a gone file must stay idle to be closed
 	// (rotatedIdlePolls; tests raise it).
@@ -204,11 +205,13 @@ func (t *sourceTail) discover() {
 	for _, ft := range t.files {
 		ft.seen = false
 	}
+	matched := 0
 	for _, p := range paths {
 		fi, err := os.Stat(p)
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
+		matched++
 		if ft := t.tracked(fi); ft != nil {
 			if !ft.seen {
 				ft.seen, ft.path = true, p
@@ -216,6 +219,15 @@ func (t *sourceTail) discover() {
 			continue
 		}
 		t.open(p)
+	}
+	t.problem = ""
+	switch {
+	case err != nil:
+		t.problem = "bad glob: " + err.Error()
+	case matched == 0:
+		t.problem = "no file matches " + t.src.Path
+	case !slices.ContainsFunc(t.files, func(ft *tailedFile) bool { return ft.seen }):
+		t.problem = "the matching files cannot be opened (the collector's log says why)"
 	}
 	for _, ft := range t.files {
 		if !ft.seen && !ft.gone {
@@ -447,7 +459,7 @@ func (t *sourceTail) publish() {
 		}
 	}
 	t.mu.Lock()
-	t.progress = SourceStatus{Files: files, LagBytes: lag}
+	t.progress = SourceStatus{Files: files, LagBytes: lag, Problem: t.problem}
 	t.mu.Unlock()
 }
 

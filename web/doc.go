@@ -91,20 +91,28 @@
 //	POST   /api/v1/replication/:name/enable     operator; and /disable
 //	DELETE /api/v1/replication/:name            admin; 409 while enabled
 //
-// Log collection (logcollector.Admin; a collector is live when its status was
-// updated within 10 s):
+// Log collection (logcollector.Admin; a collector is live while its session node
+// exists and its status node was written within the rebalancer's grace, by the
+// servers' clock: logcollector.Admin.Collectors):
 //
 //	GET    /api/v1/logs?offset=0&limit=100      {rebalancer (its node's data, or null), sources: one page
-//	                                            of SourceView, total, offset, next, collectors: [{host,
-//	                                            assignment, status, live}]}
+//	                                            of SourceView (with problem: unplaced, no file
+//	                                            matches…), total, offset, next, collectors:
+//	                                            [CollectorView {id, host, live, state, drained,
+//	                                            written, assignment, status, holder}]}
 //	POST   /api/v1/logs/sources {id, host, path}   operator
 //	DELETE /api/v1/logs/sources/:id                operator
+//	POST   /api/v1/logs/collectors/:id/drain       operator; and /undrain
+//	DELETE /api/v1/logs/collectors/:id?force=true  operator; 409 while live, or (without
+//	                                               force) while it holds sources or their last offsets
 //
 // Their errors: a bad request 400, no such task or source 404, exists / ended /
 // enabled 409, and ZooKeeper's as above. Audit actions: task.submit (a retry's note
 // names the task retried), task.cancel (before and after: state, worker,
 // cancel_requested), replication.create, .update, .enable, .disable, .delete (the
-// masked definition), logs.source.add, logs.source.remove (the source znode).
+// masked definition), logs.source.add, logs.source.remove (the source znode),
+// logs.collector.drain, .undrain (the drained node), logs.collector.remove (the
+// collector node).
 //
 // Pages: /tasks?offset= (state, worker, exit code; the submit form: command, args one
 // per line, env NAME=value lines, timeout, retries, priority), /tasks/:id (spec,
@@ -113,9 +121,10 @@
 // error, last commit; the create form for admins), /replication/:name (definition,
 // status, instances; enable, disable, delete; for admins an edit form, where an empty
 // DSN keeps the stored one, whose password the page never shows), /logs?offset= (sources with their
-// collector and lag, collectors with their assignment, status age and epoch, the
-// rebalancer; add and remove forms). Their forms post to the pages' paths (/tasks,
-// /tasks/:id/cancel, /replication/:name/enable, /logs/sources, …; …/delete for
+// collector and lag, or their problem; collectors with their host, state, assignment,
+// status age and epoch and holding process; the rebalancer; add and remove forms for
+// sources, drain or undrain for live collectors, remove for dead ones). Their forms post to the pages' paths (/tasks,
+// /tasks/:id/cancel, /replication/:name/enable, /logs/sources, /logs/collectors/:id/drain, …; …/delete for
 // deletes), under the same roles, and redirect back with a flash or error message.
 //
 // Live updates (server-sent events fed by ZooKeeper watches; a viewer may listen):

@@ -10,25 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-zookeeper/zk"
 
 	"github.com/paddock/paddock/logcollector"
 )
-
-// collectorLiveWithin: a collector whose status was updated this recently is live.
-const collectorLiveWithin = 10 * time.Second
-
-// CollectorView is one collector: its assignment, its last status, and whether that
-// status is fresh.
-type CollectorView struct {
-	Host       string                   `json:"host"`
-	Assignment *logcollector.Assignment `json:"assignment"`
-	Status     *logcollector.Status     `json:"status"`
-	Live       bool                     `json:"live"`
-}
 
 // LogsView is the log collection: the rebalancer (its election node's data, nil when
 // none is elected), one page of sources, and the collectors.
@@ -38,8 +25,8 @@ type LogsView struct {
 	Total      int                       `json:"total"`
 	Offset     int                       `json:"offset"`
 	// Next is the offset of the next page of sources, absent on the last one.
-	Next       *int            `json:"next,omitempty"`
-	Collectors []CollectorView `json:"collectors"`
+	Next       *int                         `json:"next,omitempty"`
+	Collectors []logcollector.CollectorView `json:"collectors"`
 }
 
 func (c *Console) logsLayout() logcollector.Layout {
@@ -53,7 +40,7 @@ func (c *Console) logsAdmin() *logcollector.Admin {
 
 func (c *Console) logsView(ctx context.Context, offset, limit int) (LogsView, error) {
 	l := c.logsLayout()
-	v := LogsView{Offset: offset, Collectors: []CollectorView{}}
+	v := LogsView{Offset: offset, Collectors: []logcollector.CollectorView{}}
 	var reb map[string]any
 	switch err := c.readJSON(ctx, l.Rebalancer(), &reb); {
 	case err == nil, errors.Is(err, zk.ErrNoNode):
@@ -74,23 +61,11 @@ func (c *Console) logsView(ctx context.Context, offset, limit int) (LogsView, er
 	if hi < len(sources) {
 		v.Next = &hi
 	}
-	hosts, err := c.childrenOf(ctx, l.Collectors())
+	collectors, err := c.logsAdmin().Collectors(ctx)
 	if err != nil {
 		return v, err
 	}
-	for _, h := range hosts {
-		cv := CollectorView{Host: h}
-		var a logcollector.Assignment
-		if c.readJSON(ctx, l.Collector(h), &a) == nil {
-			cv.Assignment = &a
-		}
-		var st logcollector.Status
-		if c.readJSON(ctx, l.Status(h), &st) == nil {
-			cv.Status = &st
-			cv.Live = time.Since(st.Updated) < collectorLiveWithin
-		}
-		v.Collectors = append(v.Collectors, cv)
-	}
+	v.Collectors = append(v.Collectors, collectors...)
 	return v, nil
 }
 
@@ -222,4 +197,100 @@ func (c *Console) removeSourceForm(g *gin.Context) {
 		return
 	}
 	redirectWith(g, "/logs", "flash", "removed source "+id)
+}
+
+// logsStatus is serviceStatus, knowing the collectors' errors.
+func logsStatus(err error) (int, string) {
+	switch {
+	case errors.Is(err, logcollector.ErrNoCollector):
+		return http.StatusNotFound, err.Error()
+	case errors.Is(err, logcollector.ErrCollectorLive), errors.Is(err, logcollector.ErrCollectorBusy):
+		return http.StatusConflict, err.Error()
+	}
+	return serviceStatus(err)
+}
+
+// collectorAction is drain, undrain or remove.
+type collectorAction string
+
+const (
+	actionDrain   collectorAction = "drain"
+	actionUndrain collectorAction = "undrain"
+	actionRemove  collectorAction = "remove"
+)
+
+// doCollector does action to collector id and audits it (logs.collector.drain,
+// .undrain, .remove): the drained node's before and after for drain and undrain, the
+// collector node's for remove.
+func (c *Console) doCollector(g *gin.Context, action collectorAction, id string, force bool) error {
+	if err := logcollector.CheckID("collector", id); err != nil {
+		return badRequest("%v", err)
+	}
+	l, adm, ctx := c.logsLayout(), c.logsAdmin(), g.Request.Context()
+	path := l.Drained(id)
+	if action == actionRemove {
+		path = l.Collector(id)
+	}
+	before := c.getForAudit(path)
+	var err error
+	switch action {
+	case actionDrain:
+		err = adm.Drain(ctx, id)
+	case actionUndrain:
+		err = adm.Undrain(ctx, id)
+	default:
+		err = adm.RemoveCollector(ctx, id, force)
+	}
+	if err != nil {
+		return err
+	}
+	c.audit(g, AuditRecord{Action: "logs.collector." + string(action), Target: id, Before: before, After: c.getForAudit(path)})
+	return nil
+}
+
+// logsCollectorAPIRoutes registers the collectors' API on /api/v1, and
+// logsCollectorFormRoutes their forms on the pages' group: drain, undrain and remove,
+// for operators.
+func (c *Console) logsCollectorAPIRoutes(r *gin.RouterGroup, operator gin.HandlerFunc) {
+	for _, a := range []collectorAction{actionDrain, actionUndrain} {
+		r.POST("/logs/collectors/:id/"+string(a), operator, c.apiCollector(a))
+	}
+	r.DELETE("/logs/collectors/:id", operator, c.apiCollector(actionRemove))
+}
+
+func (c *Console) logsCollectorFormRoutes(r *gin.RouterGroup, operator gin.HandlerFunc) {
+	for _, a := range []collectorAction{actionDrain, actionUndrain} {
+		r.POST("/logs/collectors/:id/"+string(a), operator, c.collectorForm(a))
+	}
+	r.POST("/logs/collectors/:id/delete", operator, c.collectorForm(actionRemove))
+}
+
+func (c *Console) apiCollector(action collectorAction) gin.HandlerFunc {
+	return func(g *gin.Context) {
+		id := g.Param("id")
+		if err := c.doCollector(g, action, id, g.Query("force") == "true"); err != nil {
+			status, msg := logsStatus(err)
+			if status == http.StatusInternalServerError {
+				c.serviceError(g, id, err)
+				return
+			}
+			apiError(g, status, msg)
+			return
+		}
+		g.JSON(http.StatusOK, gin.H{"id": id, "action": string(action)})
+	}
+}
+
+func (c *Console) collectorForm(action collectorAction) gin.HandlerFunc {
+	return func(g *gin.Context) {
+		id := g.Param("id")
+		if err := c.doCollector(g, action, id, g.PostForm("force") == "true"); err != nil {
+			_, msg := logsStatus(err)
+			redirectWith(g, "/logs", "error", msg)
+			return
+		}
+		done := map[collectorAction]string{actionDrain: "drained collector ", actionUndrain: "undrained collector ",
+			actionRemove: "removed collector "}[action]
+		redirectWith(g, "/logs", "flash", done+id)
+	}
 }

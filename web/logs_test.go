@@ -39,7 +39,9 @@ func TestLogsAPI(t *testing.T) {
 	}
 	now := time.Now().UTC()
 	put(layout.Collector("host-a"), logcollector.Assignment{Epoch: 3, Sources: []string{"web1"}}, 0)
-	put(layout.Status("host-a"), logcollector.Status{State: "running", Updated: now, Epoch: 3,
+	put(layout.Session("host-a"), map[string]any{"host": "machine-a", "pid": 7, "since": now}, zk.FlagEphemeral)
+	put(layout.Clock(), map[string]any{"grace_ms": 10000}, 0)
+	put(layout.Status("host-a"), logcollector.Status{State: "running", Updated: now, Epoch: 3, Host: "machine-a",
 		Sources: map[string]logcollector.SourceStatus{"web1": {Epoch: 3, LagBytes: 42}}}, 0)
 	put(layout.Collector("host-b"), logcollector.Assignment{Epoch: 2}, 0)
 	put(layout.Status("host-b"), logcollector.Status{State: "running", Updated: now.Add(-time.Minute), Epoch: 2}, 0)
@@ -61,9 +63,14 @@ func TestLogsAPI(t *testing.T) {
 	if s := v.Sources[1]; s.Collector != "" {
 		t.Errorf("web2: %+v, want unassigned", s)
 	}
-	if a, b := v.Collectors[0], v.Collectors[1]; a.Host != "host-a" || !a.Live || a.Assignment.Epoch != 3 ||
-		b.Host != "host-b" || b.Live || b.Status.Epoch != 2 {
+	if a, b := v.Collectors[0], v.Collectors[1]; a.ID != "host-a" || a.Host != "machine-a" || !a.Live || a.State != "running" ||
+		a.Assignment.Epoch != 3 || !strings.Contains(a.Holder, "pid 7") ||
+		b.ID != "host-b" || b.Live || b.State != logcollector.StateDead || b.Status.Epoch != 2 {
 		t.Errorf("collectors: %+v %+v", a, b)
+	}
+	// web2's host has no live collector: it is unplaced, not lagging 0.
+	if s := v.Sources[1]; !strings.Contains(s.Problem, "unplaced: no collector on host host-b") {
+		t.Errorf("web2's problem: %q", s.Problem)
 	}
 	r = viewer.do("GET", "/api/v1/logs?offset=1&limit=1", nil)
 	if err := json.Unmarshal([]byte(r.body), &v); err != nil || len(v.Sources) != 1 || v.Sources[0].ID != "web2" || v.Next != nil {
@@ -100,7 +107,41 @@ func TestLogsAPI(t *testing.T) {
 	expect(t, op.do("DELETE", "/api/v1/logs/sources/web2", nil), http.StatusOK, "remove")
 	expect(t, op.do("DELETE", "/api/v1/logs/sources/web2", nil), http.StatusNotFound, "remove again")
 
+	// Collectors: drain and undrain (operators), remove a dead one, never a live one.
+	expect(t, viewer.do("POST", "/api/v1/logs/collectors/host-a/drain", nil), http.StatusForbidden, "viewer drains")
+	expect(t, op.do("POST", "/api/v1/logs/collectors/host-a/drain", nil), http.StatusOK, "drain")
+	if ok, _, _ := f.conn.Exists(layout.Drained("host-a")); !ok {
+		t.Error("drain made no drained node")
+	}
+	r = viewer.do("GET", "/api/v1/logs", nil)
+	if json.Unmarshal([]byte(r.body), &v); !v.Collectors[0].Drained {
+		t.Errorf("host-a not drained in the view: %+v", v.Collectors[0])
+	}
+	expect(t, op.do("POST", "/api/v1/logs/collectors/host-a/undrain", nil), http.StatusOK, "undrain")
+	if ok, _, _ := f.conn.Exists(layout.Drained("host-a")); ok {
+		t.Error("undrain left the drained node")
+	}
+	expect(t, op.do("POST", "/api/v1/logs/collectors/nosuch/drain", nil), http.StatusNotFound, "drain an unknown collector")
+	r = op.do("DELETE", "/api/v1/logs/collectors/host-a", nil)
+	if expect(t, r, http.StatusConflict, "remove a live collector"); !strings.Contains(r.body, "host-a") || !strings.Contains(r.body, "live") {
+		t.Errorf("removing a live collector: %s", r.body)
+	}
+	expect(t, op.do("DELETE", "/api/v1/logs/collectors/host-b", nil), http.StatusOK, "remove a dead collector")
+	if ok, _, _ := f.conn.Exists(layout.Collector("host-b")); ok {
+		t.Error("host-b's node is still there")
+	}
+	expect(t, op.do("DELETE", "/api/v1/logs/collectors/host-b", nil), http.StatusNotFound, "remove it again")
+
 	recs, _ := auditRecords(t, viewer)
+	if rec := findAudit(t, recs, "logs.collector.drain", "host-a"); rec.Before.Exists || !rec.After.Exists {
+		t.Errorf("drain record: before %+v after %+v", rec.Before, rec.After)
+	}
+	if rec := findAudit(t, recs, "logs.collector.undrain", "host-a"); !rec.Before.Exists || rec.After.Exists {
+		t.Errorf("undrain record: before %+v after %+v", rec.Before, rec.After)
+	}
+	if rec := findAudit(t, recs, "logs.collector.remove", "host-b"); !rec.Before.Exists || rec.After.Exists {
+		t.Errorf("remove record: before %+v after %+v", rec.Before, rec.After)
+	}
 	if rec := findAudit(t, recs, "logs.source.add", "db1"); rec.Before.Exists || !strings.Contains(rec.After.Data, "host-c") {
 		t.Errorf("add record: before %+v after %+v", rec.Before, rec.After)
 	}
@@ -137,5 +178,48 @@ func TestLogsPage(t *testing.T) {
 	sources, err := adm.Sources(ctx)
 	if err != nil || len(sources) != 1 || sources[0].ID != "db1" {
 		t.Errorf("sources after the forms: %+v, %v", sources, err)
+	}
+
+	// A live collector (its session node, a status) gets Drain, then Undrain; a dead
+	// one (no session) Remove. db1, of a host without a collector, shows unplaced.
+	put := func(p string, v any, flags int32) {
+		t.Helper()
+		if err := f.session.MakeDirs(ctx, parentOf(p)); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(v)
+		if _, err := f.conn.Create(p, b, flags, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(layout.Collector("c1"), logcollector.Assignment{Epoch: 1}, 0)
+	put(layout.Session("c1"), map[string]any{"host": "m1", "pid": 9}, zk.FlagEphemeral)
+	put(layout.Status("c1"), logcollector.Status{State: "running", Host: "m1", Updated: time.Now()}, 0)
+	put(layout.Collector("c2"), logcollector.Assignment{Epoch: 1}, 0)
+	page = op.do("GET", "/logs", nil)
+	if !strings.Contains(page.body, `action="/logs/collectors/c1/drain"`) || !strings.Contains(page.body, `action="/logs/collectors/c2/delete"`) ||
+		strings.Contains(page.body, `action="/logs/collectors/c1/delete"`) {
+		t.Errorf("the logs page does not offer Drain for the live collector and Remove for the dead one:\n%s", page.body)
+	}
+	if !strings.Contains(page.body, "unplaced: no collector on host h") {
+		t.Error("the logs page does not show db1 unplaced")
+	}
+	if strings.Contains(viewer.do("GET", "/logs", nil).body, "/logs/collectors/c1/drain") {
+		t.Error("the viewer is offered Drain")
+	}
+	r = op.form("/logs/collectors/c1/drain", url.Values{csrfField: {op.csrf}})
+	if expect(t, r, http.StatusSeeOther, "drain form"); !strings.Contains(r.header.Get("Location"), "drained") {
+		t.Errorf("drain form: redirected to %q", r.header.Get("Location"))
+	}
+	if page = op.do("GET", "/logs", nil); !strings.Contains(page.body, `action="/logs/collectors/c1/undrain"`) {
+		t.Error("a drained collector is not offered Undrain")
+	}
+	r = op.form("/logs/collectors/c1/delete", url.Values{csrfField: {op.csrf}})
+	if expect(t, r, http.StatusSeeOther, "remove a live one"); !strings.Contains(r.header.Get("Location"), "error=") {
+		t.Errorf("removing a live collector from the form: redirected to %q", r.header.Get("Location"))
+	}
+	expect(t, op.form("/logs/collectors/c2/delete", url.Values{csrfField: {op.csrf}}), http.StatusSeeOther, "remove form")
+	if ok, _, _ := f.conn.Exists(layout.Collector("c2")); ok {
+		t.Error("the remove form left c2")
 	}
 }

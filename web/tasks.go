@@ -324,6 +324,7 @@ func (c *Console) serviceAPIRoutes(r *gin.RouterGroup, operator, admin gin.Handl
 	r.GET("/logs", c.apiLogs)
 	r.POST("/logs/sources", operator, c.apiAddSource)
 	r.DELETE("/logs/sources/:id", operator, c.apiRemoveSource)
+	c.logsCollectorAPIRoutes(r, operator)
 }
 
 // servicePageRoutes registers the pages and forms of the task, worker, replication and
@@ -345,4 +346,5 @@ func (c *Console) servicePageRoutes(r *gin.RouterGroup, operator, admin gin.Hand
 	r.GET("/logs", c.logsPage)
 	r.POST("/logs/sources", operator, c.addSourceForm)
 	r.POST("/logs/sources/:id/delete", operator, c.removeSourceForm)
+	c.logsCollectorFormRoutes(r, operator)
 }

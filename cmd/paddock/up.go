@@ -195,7 +195,7 @@ func upServices(cmd *cobra.Command, cfg server.Config, addr string, logger *slog
 		services = append(services, upService{wc.ID, w.Run})
 	}
 	lc := logcollector.DefaultConfig()
-	lc.Servers, lc.Host, lc.Sink = []string{addr}, "up-collector", filepath.Join(cfg.DataDir, "logs")
+	lc.Servers, lc.ID, lc.Sink = []string{addr}, "up-collector", filepath.Join(cfg.DataDir, "logs")
 	lc.Access = plat.access(coordinator.RoleLogCollector)
 	c, err := logcollector.New(lc, logger.With("component", "logcollector"))
 	if err != nil {

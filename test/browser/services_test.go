@@ -221,7 +221,11 @@ func TestLogsShowCollectorAssignments(t *testing.T) {
 	}
 	asg, _ := json.Marshal(logcollector.Assignment{Epoch: 3, Sources: []string{"app", "nginx"}})
 	h.create(layout.Collector("c1"), asg)
-	st, _ := json.Marshal(logcollector.Status{State: "running", Updated: time.Now().UTC(), Epoch: 3,
+	holder, _ := json.Marshal(map[string]any{"host": "web1", "pid": 42, "since": time.Now().UTC()})
+	if _, err := h.conn.Create(layout.Session("c1"), holder, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := json.Marshal(logcollector.Status{State: "running", Host: "web1", Updated: time.Now().UTC(), Epoch: 3,
 		Sources: map[string]logcollector.SourceStatus{
 			"app":   {Epoch: 3, LagBytes: 0},
 			"nginx": {Epoch: 3, LagBytes: 4096},
@@ -234,14 +238,14 @@ func TestLogsShowCollectorAssignments(t *testing.T) {
 	for _, w := range [][]string{
 		{"app", "web2", "/var/log/app/app.log", "c1", "0"},
 		{"nginx", "web1", "/var/log/nginx/*.log", "c1", "4096"},
-		{"spare", "web3", "/var/log/spare.log", "unassigned", "0"},
+		{"spare", "web3", "/var/log/spare.log", "unassigned", "unplaced: no collector on host web3"},
 	} {
 		if r := row(sources, w[0]); len(r) < len(w) || !slices.Equal(r[:len(w)], w) {
 			t.Errorf("source row of %s: %q, want %q", w[0], r, w)
 		}
 	}
 	c := row(h.rows("Collectors"), "c1")
-	if want := []string{"c1", "live", "3", "app nginx", "running", "3"}; len(c) < len(want) || !slices.Equal(c[:len(want)], want) {
+	if want := []string{"c1", "web1", "running", "3", "app nginx", "3"}; len(c) < len(want) || !slices.Equal(c[:len(want)], want) {
 		t.Errorf("collector row of c1: %q, want %q", c, want)
 	}
 }

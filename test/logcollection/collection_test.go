@@ -53,16 +53,18 @@ func newRig(t *testing.T) *rig {
 
 func mustLayout() logcollector.Layout { l, _ := logcollector.NewLayout("/"); return l }
 
-func (r *rig) collector(host string) *testutil.Child {
+// collector starts collector id on host (sources of that host only), sinking into
+// sink-<id>.
+func (r *rig) collector(id, host string) *testutil.Child {
 	r.t.Helper()
-	p, err := testutil.StartChild(r.t, filepath.Join(r.dir, host+".log"), nil, paddock.Path(r.t),
-		"logcollector", "--zk", r.addr, "--host", host, "--sink", filepath.Join(r.dir, "sink-"+host),
+	p, err := testutil.StartChild(r.t, filepath.Join(r.dir, id+"-"+fmt.Sprint(time.Now().UnixNano())+".log"), nil, paddock.Path(r.t),
+		"logcollector", "--zk", r.addr, "--id", id, "--host", host, "--sink", filepath.Join(r.dir, "sink-"+id),
 		"--grace", grace.String(), "--status-interval", "200ms", "--poll-interval", "50ms",
 		"--session-timeout", "2s", "--log-level", "debug")
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.procs[host] = p
+	r.procs[id] = p
 	return p
 }
 
@@ -168,7 +170,7 @@ func TestCollection(t *testing.T) {
 	}
 	w.write(t, 10)
 	for _, h := range []string{"c1", "c2", "c3"} {
-		r.collector(h)
+		r.collector(h, "localhost")
 	}
 	live := []string{"c1", "c2", "c3"}
 	testutil.Eventually(t, 20*time.Second, 50*time.Millisecond, func() bool { return balanced(r.assignments(), live, 20) },
@@ -176,7 +178,7 @@ func TestCollection(t *testing.T) {
 	before := owners(r.assignments())
 
 	w.write(t, 10)
-	r.collector("c4")
+	r.collector("c4", "localhost")
 	live = append(live, "c4")
 	testutil.Eventually(t, 20*time.Second, 50*time.Millisecond, func() bool { return balanced(r.assignments(), live, 20) },
 		"rebalanced over 4: %v", r.assignments())
@@ -193,12 +195,12 @@ func TestCollection(t *testing.T) {
 
 	// Kill a collector that is not the rebalancer, mid-write, with a rotation.
 	var rebal struct {
-		Host string `json:"host"`
+		ID string `json:"id"`
 	}
 	data, _, _ := r.s.Conn().Get(r.layout.Rebalancer())
 	json.Unmarshal(data, &rebal)
 	victim := "c2"
-	if rebal.Host == victim {
+	if rebal.ID == victim {
 		victim = "c3"
 	}
 	lostSources := r.assignments()[victim]
@@ -216,8 +218,8 @@ func TestCollection(t *testing.T) {
 	w.write(t, 10)
 
 	// Kill the rebalancer; another takes over and assigns a new source.
-	r.procs[rebal.Host].Kill()
-	live = slices.DeleteFunc(slices.Clone(live), func(c string) bool { return c == rebal.Host })
+	r.procs[rebal.ID].Kill()
+	live = slices.DeleteFunc(slices.Clone(live), func(c string) bool { return c == rebal.ID })
 	p := filepath.Join(r.dir, "logs", "src20", "app.log")
 	os.MkdirAll(filepath.Dir(p), 0o755)
 	w.mu.Lock()
@@ -251,7 +253,7 @@ func TestCollection(t *testing.T) {
 	// A line is shipped twice only by the owner after a killed collector, at or past
 	// the offset the killed one had recorded for its file.
 	recorded := map[string]map[uint64]int64{} // source -> inode -> offset, of the killed collectors
-	for _, host := range []string{victim, rebal.Host} {
+	for _, host := range []string{victim, rebal.ID} {
 		var st logcollector.Status
 		if data, _, err := r.s.Conn().Get(r.layout.Status(host)); err == nil && json.Unmarshal(data, &st) == nil {
 			for src, ss := range st.Sources {
