@@ -134,11 +134,11 @@ func (r *runner) checkDistinct(ctx context.Context) error {
 	}
 	src, err := readIdentity(ctx, r.src.db)
 	if err != nil {
-		return r.src.err(err, "read the server's identity")
+		return sideErr("source", r.src.addr, err)
 	}
 	tgt, err := readIdentity(ctx, r.tgt.db)
 	if err != nil {
-		return sideErrf("target", r.tgt.addr, err, "read the server's identity")
+		return sideErr("target", r.tgt.addr, err) // the target's first contact: its errors read as such
 	}
 	if src.same(tgt) {
 		return &runError{msg: fmt.Sprintf("%v: %s and %s are one server (%s)", ErrSameServer, r.src.addr, r.tgt.addr, src),
