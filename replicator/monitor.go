@@ -113,31 +113,50 @@ func (a *Admin) ServerNow(ctx context.Context) (time.Time, string) {
 	return time.UnixMilli(st.Mtime).UTC(), "server"
 }
 
-// monitor runs, in whichever replicator process is elected on
-// /mysql_replicator/monitor-leader, a check of every task every interval: it logs
-// changes of a task's verdict and exports it on /metrics. It is for alerting while
-// replicators live; the verdicts people see are made when they read (Judge).
-func (r *Replicator) monitor(ctx context.Context, interval time.Duration) {
-	info, _ := json.Marshal(InstanceInfo{Host: r.host, PID: os.Getpid(), State: "monitor", Since: time.Now().UTC()})
+// Monitor logs the changes of every task's verdict, in whichever process is elected
+// on /mysql_replicator/monitor-leader among those that run one: every replicator
+// process, and the console (so under paddock up too), so that the log says a task
+// went unserved even when no replicator is left. It is for alerting; what people read
+// is judged as they read it.
+type Monitor struct {
+	s        *coordinator.Session
+	layout   Layout
+	logger   *slog.Logger
+	interval time.Duration
+	id       string // who campaigns: shown in the election node
+	// onChange, if not nil, is told each new verdict, and (nil h) each task gone.
+	onChange func(task string, h *Health)
+}
+
+// NewMonitor returns a monitor of the tasks under layout, checking every interval; id
+// names the process in its election node.
+func NewMonitor(s *coordinator.Session, layout Layout, logger *slog.Logger, interval time.Duration, id string) *Monitor {
+	return &Monitor{s: s, layout: layout, logger: logger, interval: interval, id: id}
+}
+
+// Run campaigns and, while elected, checks every task each interval; it returns when
+// ctx ends.
+func (m *Monitor) Run(ctx context.Context) {
+	info, _ := json.Marshal(InstanceInfo{Host: m.id, PID: os.Getpid(), State: "monitor", Since: time.Now().UTC()})
 	for ctx.Err() == nil {
-		h, err := coordinator.NewElection(r.s, r.layout.MonitorLeader(), info).Campaign(ctx)
+		h, err := coordinator.NewElection(m.s, m.layout.MonitorLeader(), info).Campaign(ctx)
 		if err != nil {
 			return
 		}
-		r.logger.Info("monitoring the replication tasks")
-		r.watchTasks(ctx, h, interval)
+		m.logger.Info("monitoring the replication tasks")
+		m.watchTasks(ctx, h)
 		h.Release(context.Background())
 	}
 }
 
-func (r *Replicator) watchTasks(ctx context.Context, h *coordinator.Hold, interval time.Duration) {
-	admin := NewAdmin(r.s, r.layout)
+func (m *Monitor) watchTasks(ctx context.Context, h *coordinator.Hold) {
+	admin := NewAdmin(m.s, m.layout)
 	known := map[string]string{}
-	tick := time.NewTicker(interval)
+	tick := time.NewTicker(m.interval)
 	defer tick.Stop()
 	for {
 		if views, err := admin.List(ctx); err == nil {
-			r.judge(views, known)
+			m.judge(views, known)
 		}
 		select {
 		case <-tick.C:
@@ -149,9 +168,8 @@ func (r *Replicator) watchTasks(ctx context.Context, h *coordinator.Hold, interv
 	}
 }
 
-// judge logs and exports each task's verdict when it changed; known holds the last
-// ones, by task.
-func (r *Replicator) judge(views []*TaskView, known map[string]string) {
+// judge logs each task's verdict when it changed; known holds the last ones, by task.
+func (m *Monitor) judge(views []*TaskView, known map[string]string) {
 	seen := map[string]bool{}
 	for _, v := range views {
 		seen[v.Name] = true
@@ -160,16 +178,32 @@ func (r *Replicator) judge(views []*TaskView, known map[string]string) {
 			continue
 		}
 		known[v.Name] = h.State + "\x00" + h.Detail
-		LogHealth(r.logger, v.Name, *h)
-		r.metrics.health.DeletePartialMatch(map[string]string{"task": v.Name})
-		r.metrics.health.WithLabelValues(v.Name, h.State).Set(1)
+		LogHealth(m.logger, v.Name, *h)
+		if m.onChange != nil {
+			m.onChange(v.Name, h)
+		}
 	}
 	for name := range known {
 		if !seen[name] {
 			delete(known, name)
-			r.metrics.health.DeletePartialMatch(map[string]string{"task": name})
+			if m.onChange != nil {
+				m.onChange(name, nil)
+			}
 		}
 	}
+}
+
+// monitor is the replicator process's Monitor, which also exports the verdicts on
+// /metrics while elected.
+func (r *Replicator) monitor(ctx context.Context, interval time.Duration) {
+	m := NewMonitor(r.s, r.layout, r.logger, interval, r.host)
+	m.onChange = func(task string, h *Health) {
+		r.metrics.health.DeletePartialMatch(map[string]string{"task": task})
+		if h != nil {
+			r.metrics.health.WithLabelValues(task, h.State).Set(1)
+		}
+	}
+	m.Run(ctx)
 }
 
 // writeNode sets the node at p to data, creating it if needed.

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -22,6 +24,19 @@ import (
 func (c *Console) replLayout() replicator.Layout {
 	l, _ := replicator.NewLayout(c.cfg.Root) // Config.Validate checked the root
 	return l
+}
+
+// replMonitorInterval is how often the console's replication monitor checks every
+// task while it is the elected one.
+const replMonitorInterval = 5 * time.Second
+
+// monitorReplication runs a replicator.Monitor until ctx ends: it campaigns with the
+// replicator processes', so that with none of them left the console logs that a task
+// went unserved.
+func (c *Console) monitorReplication(ctx context.Context) {
+	host, _ := os.Hostname()
+	replicator.NewMonitor(c.session, c.replLayout(), c.logger.With("component", "replication_monitor"),
+		replMonitorInterval, "console@"+host).Run(ctx)
 }
 
 func (c *Console) replAdmin() *replicator.Admin {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/paddock/paddock/internal/testutil"
 	"github.com/paddock/paddock/replicator"
+	"github.com/paddock/paddock/web"
 )
 
 // lazy is a failure message's part made when it is printed.
@@ -54,18 +57,42 @@ func listLag(t *testing.T, row []string) float64 {
 	return -1
 }
 
+// startConsole runs `paddock web` on the bus: its replication monitor campaigns with
+// the replicators'.
+func (b *bus) startConsole() *testutil.Child {
+	b.t.Helper()
+	hash, err := web.HashPassword("pw-ada")
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	cfg := filepath.Join(b.dir, "web.yaml")
+	if err := os.WriteFile(cfg, []byte("web:\n  users: [\"ada:admin:"+hash+"\"]\n"), 0o600); err != nil {
+		b.t.Fatal(err)
+	}
+	p, err := testutil.StartChild(b.t, filepath.Join(b.dir, "web.log"), nil, paddock.Path(b.t), "web", "--config", cfg,
+		"--zk", b.addr, "--listen", "127.0.0.1:0", "--log-level", "debug")
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.procs["web"] = p
+	return p
+}
+
 // TestHealthWithoutReplicators kills every replicator process with SIGKILL, inserts a
 // row on the source, and reads the task as `paddock replicator task list` and the
 // console's Admin do: the task turns stale and then unserved within the bound
 // (docs/replication.md: the session timeout, plus the server's expiry tick), and its
 // lag grows, although the last status any instance wrote still says "running" with a
-// lag of 0. A task no instance ever ran has no lag ("-"), never 0.
+// lag of 0; the console (paddock web), whose monitor takes over the election from the
+// dead replicators', logs that the task is unserved. A task no instance ever ran has
+// no lag ("-"), never 0.
 func TestHealthWithoutReplicators(t *testing.T) {
 	b := newBus(t)
 	b.schema("hz")
 	b.createTask("hz", "hz")
 	r1 := b.start("r1", "--tasks", "hz")
 	r2 := b.start("r2", "--tasks", "hz")
+	console := b.startConsole()
 	testutil.Eventually(t, 30*time.Second, 50*time.Millisecond, func() bool {
 		return b.runningHost("hz") != "" && len(b.view("hz").Instances) == 2
 	}, "the task runs with a standby\n%s", lazy(b.tails))
@@ -102,6 +129,15 @@ func TestHealthWithoutReplicators(t *testing.T) {
 	if lag1 < 0 || lag2 < lag1+1 {
 		t.Errorf("lag %.1f s then %.1f s 1.5 s later: want it known and growing while nothing applies", lag1, lag2)
 	}
+	testutil.Eventually(t, 3*replicator.StaleAfter, 100*time.Millisecond, func() bool {
+		log, _ := os.ReadFile(console.LogPath)
+		for _, line := range strings.Split(string(log), "\n") {
+			if strings.Contains(line, `msg="task unhealthy"`) && strings.Contains(line, "task=hz health=unserved") {
+				return true
+			}
+		}
+		return false
+	}, "the console's monitor logs the task unserved:\n%s", lazy(func() string { return console.LogTail(30) }))
 	var dst int
 	b.dst.QueryRow("SELECT COUNT(*) FROM hz.orders").Scan(&dst)
 	if dst != 1 {
