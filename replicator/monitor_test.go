@@ -15,7 +15,9 @@ func TestJudge(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	ago := func(d time.Duration) time.Time { return now.Add(-d) }
 	applied := apply.Position{File: "bin.000001", Pos: 400, Time: ago(time.Minute)}
-	inst := func(created time.Time) []InstanceView { return []InstanceView{{Node: "h_0000000001", Created: created}} }
+	inst := func(created time.Time) []InstanceView {
+		return []InstanceView{{Node: "h_0000000001", Created: created}}
+	}
 	status := func(state string, lag float64, pos apply.Position) *Status {
 		return &Status{State: state, LagSeconds: lag, Position: pos, LastError: map[bool]string{true: "boom"}[state == "retrying"]}
 	}
