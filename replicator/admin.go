@@ -21,6 +21,8 @@ var (
 	ErrTaskExists = errors.New("replicator: task exists")
 	// ErrEnabled says the task must be disabled first (to delete it).
 	ErrEnabled = errors.New("replicator: task is enabled: disable it first")
+	// ErrSameServer says a task's source and target are one server (apply.SameServer).
+	ErrSameServer = apply.ErrSameServer
 )
 
 // Admin creates, changes and reads task definitions. It is safe for concurrent use.
@@ -40,22 +42,31 @@ type TaskView struct {
 	Instances  []InstanceView `json:"instances"`
 	LastCommit *LastCommit    `json:"last_commit,omitempty"`
 	Status     *Status        `json:"status,omitempty"`
-	// Health is the monitor's last verdict, if a monitor has judged the task.
+	// StatusModified is the status node's mtime, by the coordination server's clock.
+	StatusModified time.Time `json:"status_modified,omitzero"`
+	// Health is the verdict on the task as of the read (Judge).
 	Health *Health `json:"health,omitempty"`
 }
 
 // InstanceView is one instance node: lowest first, so the first runs.
 type InstanceView struct {
 	Node string `json:"node"`
+	// Created is the node's ctime, by the coordination server's clock.
+	Created time.Time `json:"created"`
 	InstanceInfo
 }
 
-// Create validates d and creates the task; nothing is created if d is invalid.
+// Create validates d and creates the task; nothing is created if d is invalid, or if
+// its source and target are one server (ErrSameServer: by address, and by identity
+// when both answer; apply.SameServer).
 func (a *Admin) Create(ctx context.Context, name string, d TaskDef) error {
 	now := time.Now().UTC()
 	d.Created, d.Updated = now, now
 	if err := d.Validate(name); err != nil {
 		return err
+	}
+	if err := apply.SameServer(ctx, d.Source, d.Target); err != nil {
+		return fmt.Errorf("replicator: create %s: %w", name, err)
 	}
 	if err := a.s.MakeDirs(ctx, a.l.Tasks()); err != nil {
 		return fmt.Errorf("replicator: create %s: %w", name, err)
@@ -85,7 +96,8 @@ func (a *Admin) Create(ctx context.Context, name string, d TaskDef) error {
 }
 
 // Update applies change to the task's definition and stores it if it is still valid,
-// with a version check (a concurrent update makes it read and apply again).
+// with a version check (a concurrent update makes it read and apply again). A change
+// of the source or target is refused when they would be one server (ErrSameServer).
 func (a *Admin) Update(ctx context.Context, name string, change func(*TaskDef) error) (TaskDef, error) {
 	conn := a.s.Conn()
 	for {
@@ -98,12 +110,18 @@ func (a *Admin) Update(ctx context.Context, name string, change func(*TaskDef) e
 			return TaskDef{}, fmt.Errorf("%w: %s", ErrNoTask, name)
 		}
 		if err == nil {
+			src, tgt := d.Source, d.Target
 			if err := change(&d); err != nil {
 				return TaskDef{}, err
 			}
 			d.Updated = time.Now().UTC()
 			if err := d.Validate(name); err != nil {
 				return TaskDef{}, err
+			}
+			if d.Source != src || d.Target != tgt {
+				if err := apply.SameServer(ctx, d.Source, d.Target); err != nil {
+					return TaskDef{}, fmt.Errorf("replicator: update %s: %w", name, err)
+				}
 			}
 			_, err = conn.Set(a.l.Task(name), mustJSON(d), st.Version)
 			if err == nil {
@@ -152,13 +170,19 @@ func (a *Admin) Delete(ctx context.Context, name string) error {
 	return nil
 }
 
-// Get returns the task, its passwords masked.
+// Get returns the task, its passwords masked, judged (Judge) as of the coordination
+// server's now.
 func (a *Admin) Get(ctx context.Context, name string) (*TaskView, error) {
 	if err := CheckTaskName(name); err != nil {
 		return nil, err
 	}
+	now, clock := a.ServerNow(ctx)
+	return a.get(ctx, name, now, clock)
+}
+
+func (a *Admin) get(ctx context.Context, name string, now time.Time, clock string) (*TaskView, error) {
 	v := &TaskView{Name: name}
-	if err := a.readJSON(ctx, a.l.Task(name), &v.Def); err != nil {
+	if _, err := a.readJSON(ctx, a.l.Task(name), &v.Def); err != nil {
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil, fmt.Errorf("%w: %s", ErrNoTask, name)
 		}
@@ -171,25 +195,22 @@ func (a *Admin) Get(ctx context.Context, name string) (*TaskView, error) {
 	}
 	for _, n := range sortInstances(nodes) {
 		var in InstanceView
-		if err := a.readJSON(ctx, a.l.Instance(name, n), &in.InstanceInfo); err == nil {
-			in.Node = n
+		if st, err := a.readJSON(ctx, a.l.Instance(name, n), &in.InstanceInfo); err == nil {
+			in.Node, in.Created = n, time.UnixMilli(st.Ctime).UTC()
 			v.Instances = append(v.Instances, in)
 		}
 	}
 	var lc LastCommit
-	if err := a.readJSON(ctx, a.l.LastCommit(name), &lc); err == nil {
+	if _, err := a.readJSON(ctx, a.l.LastCommit(name), &lc); err == nil {
 		v.LastCommit = &lc
 	}
 	var st Status
-	if err := a.readJSON(ctx, a.l.Status(name), &st); err == nil {
-		v.Status = &st
+	if zst, err := a.readJSON(ctx, a.l.Status(name), &st); err == nil {
+		v.Status, v.StatusModified = &st, time.UnixMilli(zst.Mtime).UTC()
 	}
-	var report MonitorReport
-	if err := a.readJSON(ctx, a.l.Monitor(), &report); err == nil {
-		if h, ok := report.Tasks[name]; ok {
-			v.Health = &h
-		}
-	}
+	h := Judge(v, now)
+	h.Clock = clock
+	v.Health = &h
 	return v, nil
 }
 
@@ -199,7 +220,7 @@ func (a *Admin) Get(ctx context.Context, name string) (*TaskView, error) {
 // includes.
 func (a *Admin) Resnapshot(ctx context.Context, name string) error {
 	var d TaskDef
-	if err := a.readJSON(ctx, a.l.Task(name), &d); err != nil {
+	if _, err := a.readJSON(ctx, a.l.Task(name), &d); err != nil {
 		if errors.Is(err, zk.ErrNoNode) {
 			return fmt.Errorf("%w: %s", ErrNoTask, name)
 		}
@@ -222,9 +243,10 @@ func (a *Admin) List(ctx context.Context) ([]*TaskView, error) {
 		return nil, err
 	}
 	slices.Sort(names)
+	now, clock := a.ServerNow(ctx)
 	var out []*TaskView
 	for _, n := range names {
-		v, err := a.Get(ctx, n)
+		v, err := a.get(ctx, n, now, clock)
 		if errors.Is(err, ErrNoTask) {
 			continue
 		}
@@ -251,17 +273,17 @@ func (a *Admin) children(ctx context.Context, p string) ([]string, error) {
 	}
 }
 
-func (a *Admin) readJSON(ctx context.Context, p string, v any) error {
+func (a *Admin) readJSON(ctx context.Context, p string, v any) (*zk.Stat, error) {
 	for {
-		data, _, err := a.s.Conn().Get(p)
+		data, st, err := a.s.Conn().Get(p)
 		if err == nil {
-			return json.Unmarshal(data, v)
+			return st, json.Unmarshal(data, v)
 		}
 		if errors.Is(err, zk.ErrNoNode) {
-			return err
+			return nil, err
 		}
 		if err := a.s.WaitToRetry(ctx, err); err != nil {
-			return err
+			return nil, err
 		}
 	}
 }

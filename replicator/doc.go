@@ -9,6 +9,9 @@
 //	                                                       the task: {"host","pid","state":"running|standby","since"}
 //	/mysql_replicator/tasks/<task>/lastCommit              persistent  {"file","pos","gtid","ts","instance"}
 //	/mysql_replicator/tasks/<task>/status                  persistent  the Status, every second
+//	/mysql_replicator/clock                                persistent  empty; readers set it and take its mtime
+//	                                                       as the coordination server's now
+//	/mysql_replicator/monitor-leader/                      election of the monitor that logs verdicts
 //
 // With role ACLs (the roles key; on by default under paddock up), a task's definition,
 // and so the passwords in its DSNs, is readable only by the replicator role and the
@@ -33,6 +36,12 @@
 // A run that fails is retried: after a second, doubling up to 30 s, when the failure
 // may pass (a server unreachable); after 30 s, or as soon as the definition changes,
 // when it will not by itself (a wrong binlog format, a purged position). The error
-// stays in the status (state "retrying", last_error) and in the log; nothing is
-// skipped. A task whose lag passes lag_threshold is reported as "lagging".
+// stays in the status (state "retrying", or "failed" when it will not pass, and
+// last_error) and in the log; nothing is skipped. A task whose lag passes
+// lag_threshold is reported as "lagging". A task whose source and target are one
+// server is refused at create, update and run (apply.SameServer).
+//
+// Health (Judge) is made by whoever reads a task, by the coordination server's clock:
+// the status node's mtime against the clock node's, so that a task with no live
+// instance reads unserved or stale whatever process is alive, and its lag grows.
 package replicator

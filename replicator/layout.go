@@ -35,6 +35,9 @@ func (l Layout) Instance(name, node string) string { return l.join("tasks", name
 func (l Layout) LastCommit(name string) string     { return l.join("tasks", name, "lastCommit") }
 func (l Layout) Status(name string) string         { return l.join("tasks", name, "status") }
 
-// Monitor holds the elected monitor's report; MonitorLeader is its election node.
-func (l Layout) Monitor() string       { return l.join("monitor") }
+// MonitorLeader is the election node of the monitor that logs verdicts.
 func (l Layout) MonitorLeader() string { return l.join("monitor-leader") }
+
+// Clock is the node whose mtime, set by readers, is the coordination server's now
+// (Admin.ServerNow).
+func (l Layout) Clock() string { return l.join("clock") }

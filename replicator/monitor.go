@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -12,53 +14,149 @@ import (
 	"github.com/paddock/paddock/coordinator"
 )
 
-// Health is the monitor's verdict on a task.
+// StaleAfter is how old, by the coordination server's clock, the status of a task
+// with an instance may get before the task is judged stale: the running instance
+// writes it every second.
+const StaleAfter = 5 * time.Second
+
+// Health is a verdict on a task, made when the task is read (Admin.Get, Admin.List) by
+// whoever reads it, from the nodes' modification times against the coordination
+// server's clock: it needs no replicator process alive to be true.
 type Health struct {
-	State  string    `json:"state"` // ok, lagging, error, unserved, stale, disabled
-	Detail string    `json:"detail,omitempty"`
-	Since  time.Time `json:"since"`
+	// State is ok, lagging, error, snapshotting, starting, stale, unserved or disabled.
+	State  string `json:"state"`
+	Detail string `json:"detail,omitempty"`
+	// Since is when the condition began, where that is known: for stale and unserved
+	// the last status report, for error when the error was first seen.
+	Since time.Time `json:"since,omitzero"`
+	// LagSeconds is now minus the source commit time of the last applied event, as of
+	// the judgement: the lag the instance last reported plus the age of that report, so
+	// that it grows while nothing applies. Nil when unknown: the task never applied
+	// anything (no status, or a snapshot not done).
+	LagSeconds *float64 `json:"lag_seconds"`
+	// StatusAgeSeconds is the age of the status node, by the server's clock; nil when
+	// the task has no status.
+	StatusAgeSeconds *float64 `json:"status_age_seconds"`
+	// Clock is "server" when now was read from the coordination server (the mtime of a
+	// node just written), "local" when that write failed and the reader's clock served.
+	Clock string `json:"clock"`
 }
 
-// MonitorReport is what the monitor writes to /mysql_replicator/monitor.
-type MonitorReport struct {
-	Monitor string            `json:"monitor"`
-	Updated time.Time         `json:"updated"`
-	Tasks   map[string]Health `json:"tasks"`
+// Judge returns the verdict on v as of now, a time on the coordination server's clock
+// (v's StatusModified and instance Created are too).
+func Judge(v *TaskView, now time.Time) Health {
+	var h Health
+	st := v.Status
+	if st != nil && !v.StatusModified.IsZero() {
+		age := max(now.Sub(v.StatusModified).Seconds(), 0)
+		h.StatusAgeSeconds = &age
+		if !st.Position.IsZero() && st.State != "snapshotting" && st.State != "disabled" {
+			lag := st.LagSeconds + age
+			h.LagSeconds = &lag
+		}
+	}
+	h.State, h.Detail, h.Since = verdict(v, now, h.StatusAgeSeconds)
+	return h
 }
 
-// staleAfter is how old a running task's status may get before the monitor flags it:
-// the running instance writes it every second.
-const staleAfter = 10 * time.Second
+func verdict(v *TaskView, now time.Time, statusAge *float64) (state, detail string, since time.Time) {
+	st := v.Status
+	if !v.Def.Enabled {
+		return "disabled", "", time.Time{}
+	}
+	if len(v.Instances) == 0 {
+		if st != nil {
+			since = v.StatusModified
+		}
+		return "unserved", "no replicator process stands for the task", since
+	}
+	first := v.Instances[0]
+	fresh := statusAge != nil && *statusAge <= StaleAfter.Seconds()
+	switch {
+	case !fresh && now.Sub(first.Created) <= StaleAfter:
+		return "starting", "instance " + first.Node + " has not reported yet", first.Created
+	case statusAge == nil:
+		return "stale", "instance " + first.Node + " has never reported", first.Created
+	case !fresh:
+		return "stale", fmt.Sprintf("no status report for %s: instance %s does not progress",
+			time.Duration(*statusAge*float64(time.Second)).Round(time.Second), first.Node), v.StatusModified
+	}
+	switch st.State {
+	case "disabled", "standby": // enabled a moment ago: the instance reports within a second
+		return "starting", "instance " + first.Node + " is starting the task", v.StatusModified
+	case "retrying", "failed":
+		return "error", st.LastError, st.ErrorSince
+	case "lagging":
+		return "lagging", time.Duration(st.LagSeconds*float64(time.Second)).Round(time.Second).String() + " behind the source", time.Time{}
+	case "snapshotting":
+		return "snapshotting", "copying the source's rows", time.Time{}
+	}
+	return "ok", "", time.Time{}
+}
 
-// monitor runs, in whichever replicator process is elected on
-// /mysql_replicator/monitor-leader, a check of every task every interval: it flags a
-// task that is enabled but served by no instance, whose status is stale, whose run
-// fails, or that lags past the threshold, in /mysql_replicator/monitor, in the log
-// (when the verdict changes) and in the metrics.
-func (r *Replicator) monitor(ctx context.Context, interval time.Duration) {
-	info, _ := json.Marshal(InstanceInfo{Host: r.host, PID: os.Getpid(), State: "monitor", Since: time.Now().UTC()})
+// ServerNow returns the coordination server's clock: the mtime of the clock node,
+// which it sets. It falls back to the local clock ("local") when the write fails.
+func (a *Admin) ServerNow(ctx context.Context) (time.Time, string) {
+	conn, p := a.s.Conn(), a.l.Clock()
+	st, err := conn.Set(p, nil, -1)
+	if errors.Is(err, zk.ErrNoNode) {
+		if err = a.s.MakeDirs(ctx, a.l.join()); err == nil {
+			_, err = conn.Create(p, nil, 0, a.s.ACLFor(p))
+			if err == nil || errors.Is(err, zk.ErrNodeExists) {
+				st, err = conn.Set(p, nil, -1)
+			}
+		}
+	}
+	if err != nil || st == nil {
+		return time.Now().UTC(), "local"
+	}
+	return time.UnixMilli(st.Mtime).UTC(), "server"
+}
+
+// Monitor logs the changes of every task's verdict, in whichever process is elected
+// on /mysql_replicator/monitor-leader among those that run one: every replicator
+// process, and the console (so under paddock up too), so that the log says a task
+// went unserved even when no replicator is left. It is for alerting; what people read
+// is judged as they read it.
+type Monitor struct {
+	s        *coordinator.Session
+	layout   Layout
+	logger   *slog.Logger
+	interval time.Duration
+	id       string // who campaigns: shown in the election node
+	// onChange, if not nil, is told each new verdict, and (nil h) each task gone.
+	onChange func(task string, h *Health)
+}
+
+// NewMonitor returns a monitor of the tasks under layout, checking every interval; id
+// names the process in its election node.
+func NewMonitor(s *coordinator.Session, layout Layout, logger *slog.Logger, interval time.Duration, id string) *Monitor {
+	return &Monitor{s: s, layout: layout, logger: logger, interval: interval, id: id}
+}
+
+// Run campaigns and, while elected, checks every task each interval; it returns when
+// ctx ends.
+func (m *Monitor) Run(ctx context.Context) {
+	info, _ := json.Marshal(InstanceInfo{Host: m.id, PID: os.Getpid(), State: "monitor", Since: time.Now().UTC()})
 	for ctx.Err() == nil {
-		h, err := coordinator.NewElection(r.s, r.layout.MonitorLeader(), info).Campaign(ctx)
+		h, err := coordinator.NewElection(m.s, m.layout.MonitorLeader(), info).Campaign(ctx)
 		if err != nil {
 			return
 		}
-		r.logger.Info("monitoring the replication tasks")
-		r.watchTasks(ctx, h, interval)
+		m.logger.Info("monitoring the replication tasks")
+		m.watchTasks(ctx, h)
 		h.Release(context.Background())
 	}
 }
 
-func (r *Replicator) watchTasks(ctx context.Context, h *coordinator.Hold, interval time.Duration) {
-	admin := NewAdmin(r.s, r.layout)
-	report := MonitorReport{Monitor: r.host, Tasks: map[string]Health{}}
-	tick := time.NewTicker(interval)
+func (m *Monitor) watchTasks(ctx context.Context, h *coordinator.Hold) {
+	admin := NewAdmin(m.s, m.layout)
+	known := map[string]string{}
+	tick := time.NewTicker(m.interval)
 	defer tick.Stop()
 	for {
-		views, err := admin.List(ctx)
-		if err == nil {
-			r.judge(views, &report)
-			data, _ := json.Marshal(report)
-			r.writeNode(r.layout.Monitor(), data)
+		if views, err := admin.List(ctx); err == nil {
+			m.judge(views, known)
 		}
 		select {
 		case <-tick.C:
@@ -70,50 +168,42 @@ func (r *Replicator) watchTasks(ctx context.Context, h *coordinator.Hold, interv
 	}
 }
 
-// judge sets each task's health in report, logging changes.
-func (r *Replicator) judge(views []*TaskView, report *MonitorReport) {
-	now := time.Now().UTC()
+// judge logs each task's verdict when it changed; known holds the last ones, by task.
+func (m *Monitor) judge(views []*TaskView, known map[string]string) {
 	seen := map[string]bool{}
 	for _, v := range views {
 		seen[v.Name] = true
-		state, detail := health(v, now, r.cfg.LagThreshold)
-		old, known := report.Tasks[v.Name]
-		if known && old.State == state && old.Detail == detail {
+		h := v.Health
+		if h == nil || known[v.Name] == h.State+"\x00"+h.Detail {
 			continue
 		}
-		report.Tasks[v.Name] = Health{State: state, Detail: detail, Since: now}
-		if state == "ok" || state == "disabled" {
-			r.logger.Info("task healthy", "task", v.Name, "health", state)
-		} else {
-			r.logger.Warn("task unhealthy", "task", v.Name, "health", state, "detail", detail)
+		known[v.Name] = h.State + "\x00" + h.Detail
+		LogHealth(m.logger, v.Name, *h)
+		if m.onChange != nil {
+			m.onChange(v.Name, h)
 		}
-		r.metrics.health.DeletePartialMatch(map[string]string{"task": v.Name})
-		r.metrics.health.WithLabelValues(v.Name, state).Set(1)
 	}
-	for name := range report.Tasks {
+	for name := range known {
 		if !seen[name] {
-			delete(report.Tasks, name)
-			r.metrics.health.DeletePartialMatch(map[string]string{"task": name})
+			delete(known, name)
+			if m.onChange != nil {
+				m.onChange(name, nil)
+			}
 		}
 	}
-	report.Updated = now
 }
 
-func health(v *TaskView, now time.Time, lagThreshold time.Duration) (state, detail string) {
-	st := v.Status
-	switch {
-	case !v.Def.Enabled:
-		return "disabled", ""
-	case len(v.Instances) == 0:
-		return "unserved", "no replicator process stands for the task"
-	case st == nil || now.Sub(st.Updated) > staleAfter:
-		return "stale", "the running instance has not reported for " + staleAfter.String()
-	case st.State == "retrying":
-		return "error", st.LastError
-	case st.LagSeconds > lagThreshold.Seconds():
-		return "lagging", time.Duration(st.LagSeconds*float64(time.Second)).Round(time.Second).String() + " behind the source"
+// monitor is the replicator process's Monitor, which also exports the verdicts on
+// /metrics while elected.
+func (r *Replicator) monitor(ctx context.Context, interval time.Duration) {
+	m := NewMonitor(r.s, r.layout, r.logger, interval, r.host)
+	m.onChange = func(task string, h *Health) {
+		r.metrics.health.DeletePartialMatch(map[string]string{"task": task})
+		if h != nil {
+			r.metrics.health.WithLabelValues(task, h.State).Set(1)
+		}
 	}
-	return "ok", ""
+	m.Run(ctx)
 }
 
 // writeNode sets the node at p to data, creating it if needed.
@@ -129,4 +219,13 @@ func (r *Replicator) writeNode(p string, data []byte) {
 	if err != nil {
 		r.logger.Debug("not written", "path", p, "err", err)
 	}
+}
+
+// LogHealth logs a task's new verdict: Info when it is ok or disabled, Warn otherwise.
+func LogHealth(logger *slog.Logger, task string, h Health) {
+	if h.State == "ok" || h.State == "disabled" {
+		logger.Info("task healthy", "task", task, "health", h.State)
+		return
+	}
+	logger.Warn("task unhealthy", "task", task, "health", h.State, "detail", h.Detail)
 }

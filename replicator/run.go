@@ -83,6 +83,9 @@ func (r *taskRun) write(runErr error) {
 	}
 	if runErr != nil {
 		st.State, st.LastError = "retrying", runErr.Error()
+		if !apply.Retryable(runErr) {
+			st.State = "failed" // tried again after 30 s or when the definition changes
+		}
 	}
 	if st.LagSeconds > r.in.r.cfg.LagThreshold.Seconds() && st.State == "running" {
 		st.State = "lagging"

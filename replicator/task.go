@@ -89,7 +89,7 @@ type LastCommit struct {
 // Status is what the running instance writes to /mysql_replicator/tasks/<task>/status
 // every second.
 type Status struct {
-	State        string         `json:"state"` // running, snapshotting, retrying, disabled
+	State        string         `json:"state"` // running, snapshotting, lagging, retrying, failed (a permanent error), disabled
 	Instance     string         `json:"instance"`
 	Position     apply.Position `json:"position"`
 	LagSeconds   float64        `json:"lag_seconds"`

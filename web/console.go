@@ -151,6 +151,11 @@ func (c *Console) Run(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	c.logger.Info("web console listening", "addr", ln.Addr().String(), "https", c.tls != nil)
+	var bg sync.WaitGroup
+	defer bg.Wait()
+	bgCtx, stopBg := context.WithCancel(ctx)
+	defer stopBg()
+	bg.Go(func() { c.monitorReplication(bgCtx) })
 	select {
 	case err := <-errc:
 		return fmt.Errorf("web: serve: %w", err)

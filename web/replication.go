@@ -3,10 +3,14 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -20,6 +24,19 @@ import (
 func (c *Console) replLayout() replicator.Layout {
 	l, _ := replicator.NewLayout(c.cfg.Root) // Config.Validate checked the root
 	return l
+}
+
+// replMonitorInterval is how often the console's replication monitor checks every
+// task while it is the elected one.
+const replMonitorInterval = 5 * time.Second
+
+// monitorReplication runs a replicator.Monitor until ctx ends: it campaigns with the
+// replicator processes', so that with none of them left the console logs that a task
+// went unserved.
+func (c *Console) monitorReplication(ctx context.Context) {
+	host, _ := os.Hostname()
+	replicator.NewMonitor(c.session, c.replLayout(), c.logger.With("component", "replication_monitor"),
+		replMonitorInterval, "console@"+host).Run(ctx)
 }
 
 func (c *Console) replAdmin() *replicator.Admin {
@@ -80,7 +97,7 @@ func (c *Console) doReplCreate(g *gin.Context, r replRequest) error {
 	}
 	ctx := g.Request.Context()
 	if err := c.replAdmin().Create(ctx, r.Name, d); err != nil {
-		return err
+		return sameServerRequest(err)
 	}
 	c.audit(g, AuditRecord{Action: "replication.create", Target: r.Name,
 		Before: snapshotOf(nil, nil), After: c.replSnapshot(ctx, r.Name)})
@@ -101,10 +118,19 @@ func (c *Console) doReplUpdate(g *gin.Context, name string, r replRequest) (repl
 		return nil
 	})
 	if err != nil {
-		return d, err
+		return d, sameServerRequest(err)
 	}
 	c.audit(g, AuditRecord{Action: "replication.update", Target: name, Before: before, After: c.replSnapshot(ctx, name)})
 	return d, nil
+}
+
+// sameServerRequest makes a refusal of a task whose source and target are one server
+// a bad request (400) naming why; other errors pass.
+func sameServerRequest(err error) error {
+	if errors.Is(err, replicator.ErrSameServer) {
+		return badRequest("%v", err)
+	}
+	return err
 }
 
 func (c *Console) doReplEnable(g *gin.Context, name string, enabled bool) error {
@@ -233,6 +259,22 @@ type replRow struct {
 	*replicator.TaskView
 	Running  string // the running instance's node, if any
 	Standbys int
+}
+
+// LagText renders the judged lag: "12.0 s", or "unknown" before anything was applied.
+func (r replRow) LagText() string {
+	if r.Health == nil || r.Health.LagSeconds == nil {
+		return "unknown (nothing applied yet)"
+	}
+	return fmt.Sprintf("%.1f s", *r.Health.LagSeconds)
+}
+
+// ReportedText renders the age of the last status report by the server's clock.
+func (r replRow) ReportedText() string {
+	if r.Health == nil || r.Health.StatusAgeSeconds == nil {
+		return "never reported"
+	}
+	return fmt.Sprintf("reported %.0f s ago", *r.Health.StatusAgeSeconds)
 }
 
 func replRows(tasks []*replicator.TaskView) []replRow {

@@ -5,7 +5,11 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/go-zookeeper/zk"
+
+	"github.com/paddock/paddock/internal/testutil"
 	"github.com/paddock/paddock/replicator"
 )
 
@@ -182,5 +186,65 @@ func TestReplicationPages(t *testing.T) {
 	if r := admin.form("/replication/users/edit", url.Values{csrfField: {admin.csrf}, "include": {"["}}); r.status != http.StatusSeeOther ||
 		!strings.Contains(r.header.Get("Location"), "include") {
 		t.Errorf("a bad include: %d %s; want the page again with an error naming include", r.status, r.header.Get("Location"))
+	}
+}
+
+// TestReplicationHealth: the console judges a task when it reads it, by the
+// coordination server's clock, whatever replicator processes live. A task nobody runs
+// is unserved with no lag (never 0); a task whose instance stops reporting turns stale
+// and its lag grows past the last reported one. A task whose source and target are one
+// server is refused with 400.
+func TestReplicationHealth(t *testing.T) {
+	f := startConsole(t)
+	ctx := testCtx(t)
+	layout, _ := replicator.NewLayout("/")
+	adm := replicator.NewAdmin(f.session, layout)
+	if err := adm.Create(ctx, "never", replicator.TaskDef{Source: replDSN("repl", "1"), Target: replDSN("app", "2"),
+		ServerID: 42, Enabled: true}); err != nil {
+		t.Fatal(err)
+	}
+	viewer := f.login(t, "vic")
+	r := viewer.do("GET", "/api/v1/replication/never", nil)
+	expect(t, r, http.StatusOK, "get")
+	h, _ := r.json["health"].(map[string]any)
+	if h["state"] != "unserved" || h["lag_seconds"] != nil || h["clock"] != "server" {
+		t.Errorf("a task nobody runs: health %v, want unserved, lag_seconds null, judged by the server's clock", h)
+	}
+	page := viewer.do("GET", "/replication/never", nil)
+	if !strings.Contains(page.body, "unserved") || !strings.Contains(page.body, "unknown (nothing applied yet)") {
+		t.Errorf("the task page does not say unserved with an unknown lag:\n%s", page.body)
+	}
+
+	// An instance that reported once, lag 0, then stopped (its process hangs).
+	inst := layout.Instance("never", "h_0000000001")
+	if _, err := f.conn.Create(inst, []byte(`{"host":"h","state":"running"}`), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	st := `{"state":"running","instance":"h_0000000001","position":{"file":"bin.000001","pos":4,"ts":"2026-01-01T00:00:00Z"},"lag_seconds":0}`
+	if _, err := f.conn.Create(layout.Status("never"), []byte(st), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	var last map[string]any
+	testutil.Eventually(t, 3*replicator.StaleAfter, 200*time.Millisecond, func() bool {
+		r := viewer.do("GET", "/api/v1/replication/never", nil)
+		last, _ = r.json["health"].(map[string]any)
+		return last["state"] == "stale"
+	}, "the task turns stale: %v", &last)
+	if lag, ok := last["lag_seconds"].(float64); !ok || lag < replicator.StaleAfter.Seconds() {
+		t.Errorf("stale with lag %v, want at least %v: it grows while nothing applies", last["lag_seconds"], replicator.StaleAfter)
+	}
+	if list := viewer.do("GET", "/replication", nil); !strings.Contains(list.body, "stale") {
+		t.Error("the list page does not say stale")
+	}
+
+	admin := f.login(t, "ada")
+	r = admin.do("POST", "/api/v1/replication", map[string]any{"name": "loop",
+		"source": "repl:x@tcp(127.0.0.1:5)/", "target": "app:y@tcp(localhost:5)/"})
+	if expect(t, r, http.StatusBadRequest, "create onto its source"); !strings.Contains(r.body, "same server") {
+		t.Errorf("refusal %s does not say the same server", r.body)
+	}
+	r = admin.do("PUT", "/api/v1/replication/never", map[string]any{"target": replDSN("app", "1")})
+	if expect(t, r, http.StatusBadRequest, "update onto its source"); !strings.Contains(r.body, "same server") {
+		t.Errorf("refusal %s does not say the same server", r.body)
 	}
 }

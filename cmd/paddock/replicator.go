@@ -38,7 +38,7 @@ FILE, PADDOCK_REPLICATOR_* environment variables, then the flags below.`,
 	f.Duration("session-timeout", def.SessionTimeout, "ZooKeeper session timeout: a standby takes over about this long after the running instance dies")
 	f.String("metrics-addr", def.MetricsAddr, "`host:port` to serve /metrics on; empty for none")
 	f.Duration("lag-threshold", def.LagThreshold, "a task further behind its source is flagged as lagging")
-	f.Duration("monitor-interval", def.MonitorInterval, "how often the elected monitor checks every task")
+	f.Duration("monitor-interval", def.MonitorInterval, "how often the monitor elected among replicators logs and exports every task's health (the verdicts shown are made when read)")
 	cmd.AddCommand(newReplicatorTaskCmd())
 	return cmd
 }
@@ -175,7 +175,7 @@ func (t *replicatorTaskCLI) resnapshotCmd() *cobra.Command {
 }
 
 func (t *replicatorTaskCLI) getCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "get NAME", Short: "Print a task as JSON: definition, instances, lastCommit, status"}
+	cmd := &cobra.Command{Use: "get NAME", Short: "Print a task as JSON: definition, instances, lastCommit, status, health (judged now)"}
 	return t.subcommand(cmd, cobra.ExactArgs(1), func(ctx context.Context, a *replicator.Admin, cmd *cobra.Command, args []string) error {
 		v, err := a.Get(ctx, args[0])
 		if err != nil {
@@ -186,26 +186,37 @@ func (t *replicatorTaskCLI) getCmd() *cobra.Command {
 }
 
 func (t *replicatorTaskCLI) listCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "list", Short: "List the tasks"}
+	cmd := &cobra.Command{Use: "list", Short: "List the tasks, judged now by the coordination server's clock",
+		Long: `List the tasks. HEALTH is judged as the list is read, from the status node's age by the
+coordination server's clock (the mtime of /mysql_replicator/clock, which it sets): a task
+with no instance is unserved, one whose status is older than 5 s stale. STATE is what the
+running instance last reported, REPORTED how long ago; LAG is the reported lag plus that
+age, so it grows while nothing applies; - when the task has applied nothing yet.`}
 	return t.subcommand(cmd, cobra.NoArgs, func(ctx context.Context, a *replicator.Admin, cmd *cobra.Command, _ []string) error {
 		views, err := a.List(ctx)
 		if err != nil {
 			return err
 		}
 		w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "NAME\tENABLED\tHEALTH\tSTATE\tRUNNING\tSTANDBY\tLAG\tLAST ERROR")
+		fmt.Fprintln(w, "NAME\tENABLED\tHEALTH\tSTATE\tREPORTED\tRUNNING\tSTANDBY\tLAG\tLAST ERROR")
 		for _, v := range views {
-			state, lag, lastErr, running, health := "-", "-", "", "-", "-"
-			if v.Health != nil {
-				health = v.Health.State
+			state, reported, lag, lastErr, running, health := "-", "-", "-", "", "-", "-"
+			if h := v.Health; h != nil {
+				health = h.State
+				if h.LagSeconds != nil {
+					lag = fmt.Sprintf("%.1fs", *h.LagSeconds)
+				}
+				if h.StatusAgeSeconds != nil {
+					reported = fmt.Sprintf("%.0fs ago", *h.StatusAgeSeconds)
+				}
 			}
 			if v.Status != nil {
-				state, lag, lastErr = v.Status.State, fmt.Sprintf("%.1fs", v.Status.LagSeconds), v.Status.LastError
+				state, lastErr = v.Status.State, v.Status.LastError
 			}
 			if len(v.Instances) > 0 {
 				running = v.Instances[0].Host
 			}
-			fmt.Fprintf(w, "%s\t%v\t%s\t%s\t%s\t%d\t%s\t%s\n", v.Name, v.Def.Enabled, health, state, running,
+			fmt.Fprintf(w, "%s\t%v\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", v.Name, v.Def.Enabled, health, state, reported, running,
 				max(len(v.Instances)-1, 0), lag, lastErr)
 		}
 		return w.Flush()

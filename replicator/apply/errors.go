@@ -42,7 +42,7 @@ func (e *runError) Is(target error) bool { return e.kind != nil && target == e.k
 
 // Retryable reports whether err is transient — a server unreachable or restarting, a lost
 // connection, a lock wait timeout or deadlock — so that running the task again later may
-// succeed. It is false for nil, for ErrDeposed and ErrPurged, for configuration and
+// succeed. It is false for nil, for ErrDeposed, ErrPurged and ErrSameServer, for configuration and
 // permission problems (binlog format, access denied, bad DSN), and for a target that
 // diverged from the source: those need a person or a new snapshot.
 func Retryable(err error) bool {

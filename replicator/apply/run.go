@@ -67,10 +67,13 @@ func (r *runner) close() {
 	r.tgt.close()
 }
 
-// run checks both servers, takes ownership, snapshots if needed, and streams.
+// run checks both servers (and that they are two), takes ownership, snapshots if needed, and streams.
 func (r *runner) run(ctx context.Context) error {
 	if err := r.src.probe(ctx, r.cfg.ServerID); err != nil {
 		return err
+	}
+	if err := r.checkDistinct(ctx); err != nil {
+		return err // before anything is written to the target
 	}
 	if err := r.tgt.prepare(ctx); err != nil {
 		return err

@@ -34,6 +34,7 @@ type bus struct {
 	target   *testutil.MariaDB
 	src, dst *sql.DB
 	admin    *replicator.Admin
+	session  *coordinator.Session // the admin's
 	layout   replicator.Layout
 	procs    map[string]*testutil.Child
 	// args are added to every replicator process's command line (credentials).
@@ -67,7 +68,7 @@ func newBusAs(t testing.TB, access coordinator.Access) *bus {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	b.admin = replicator.NewAdmin(s, b.layout)
+	b.admin, b.session = replicator.NewAdmin(s, b.layout), s
 	t.Cleanup(b.checkLogs)
 	return b
 }
