@@ -98,9 +98,10 @@ type Config struct {
 	// (ACLFor); nil leaves them open to all (world:anyone, all permissions).
 	Policy *Policy
 	// MaxBuffer is the servers' jute.maxbuffer (their max_buffer): the largest request
-	// frame they accept. The client refuses a larger request itself (zk.ErrShortBuffer)
-	// instead of sending one the server answers by closing the connection. 0 means
-	// ZooKeeper's default, DefaultMaxBuffer.
+	// frame they accept. If set, the client refuses a larger request itself
+	// (zk.ErrShortBuffer) instead of sending one the server answers by closing the
+	// connection, and sends any up to it (go-zk alone stops at 1.5 MiB). 0 leaves go-zk's
+	// buffer as it is; MaxBuffer then reports ZooKeeper's default, DefaultMaxBuffer.
 	MaxBuffer int
 }
 
@@ -192,11 +193,16 @@ func Connect(ctx context.Context, cfg Config) (*Session, error) {
 	if cfg.TLS != nil {
 		dialer = TLSDialer(cfg.TLS, dialer)
 	}
+	// The send buffer holds the 4-byte length and a frame of at most MaxBuffer; without
+	// MaxBuffer, go-zk's own default of 1.5 MiB.
+	sendBuffer := 1536 << 10
+	if cfg.MaxBuffer > 0 {
+		sendBuffer = 4 + cfg.MaxBuffer
+	}
 	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
 		zk.WithLogger(zkLogger{s.logger}),
 		zk.WithDialer(s.cw.wrap(dialer)),
-		// The send buffer holds the 4-byte length and a frame of at most MaxBuffer.
-		zk.WithMaxConnBufferSize(4+s.MaxBuffer()),
+		zk.WithMaxConnBufferSize(sendBuffer),
 		zk.WithEventCallback(func(ev zk.Event) {
 			if ev.Type == zk.EventSession {
 				s.zkEvents.push(ev)

@@ -50,6 +50,7 @@ func runWeb(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	cc.MaxBuffer = cfg.MaxBuffer
 	s, err := coordinator.Connect(cmd.Context(), cc)
 	if err != nil {
 		return err
