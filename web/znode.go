@@ -117,7 +117,7 @@ func (c *Console) readProblemOf(ctx context.Context, path string, err error) rea
 		p.Msg = path + ": no such znode; the nearest that exists is " + p.Nearest
 	case errors.Is(err, zk.ErrNoAuth):
 		p.Identities = c.identities()
-		p.Msg = fmt.Sprintf("%s: the znode's ACL does not let the console read it: the console's identities %s may not read it",
+		p.Msg = fmt.Sprintf("%s: forbidden: the console's identities (%s) may not read it: its ACL grants none of them r",
 			path, strings.Join(p.Identities, ", "))
 	}
 	return p
