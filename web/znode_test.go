@@ -162,6 +162,16 @@ func TestZnodePageForbidden(t *testing.T) {
 	if !strings.Contains(r.body, "digest:"+consoleID) {
 		t.Errorf("identity: %s", r.body)
 	}
+	// The auth scheme: the server puts the console's own identity.
+	expect(t, op.do("POST", "/api/v1/znode", map[string]any{"path": "/mine"}), http.StatusCreated, "create /mine")
+	r = op.do("PUT", "/api/v1/acl", map[string]any{"path": "/mine", "acl": []ACLEntry{{Scheme: "auth", Perms: "cdrwa"}}, "version": 0})
+	expect(t, r, http.StatusOK, "auth ACL")
+	if acl, _, err := f.conn.GetACL("/mine"); err != nil || len(acl) != 1 || acl[0].Scheme != "digest" || acl[0].ID != consoleID {
+		t.Errorf("auth ACL on the server: %+v, %v; want digest:%s", acl, err, consoleID)
+	}
+	if _, err := other.Set("/mine", []byte("x"), -1); err != zk.ErrNoAuth {
+		t.Errorf("another identity writes /mine: %v, want no auth", err)
+	}
 }
 
 // The ACL edit round trip through the API: set with a version, read back, stale
@@ -342,5 +352,38 @@ func TestLargeValueRaisedMaxBuffer(t *testing.T) {
 	expect(t, op.do("POST", "/api/v1/znode", map[string]any{"path": "/two", "data": two}), http.StatusCreated, "create 2 MB")
 	if data, _, err := f.conn.Get("/two"); err != nil || string(data) != two {
 		t.Errorf("read 2 MB: %d bytes, %v", len(data), err)
+	}
+}
+
+// A znode whose ACL gives the console a but not r: 403, its ACL shown, no forms.
+func TestZnodePageForbiddenShowsACL(t *testing.T) {
+	f := startConsole(t)
+	if _, err := f.conn.Create("/adminonly", []byte("x"), 0, zk.WorldACL(zk.PermAdmin)); err != nil {
+		t.Fatal(err)
+	}
+	r := f.login(t, "ada").do("GET", "/znodes?path=/adminonly", nil)
+	expect(t, r, http.StatusForbidden, "admin-only znode")
+	if !strings.Contains(r.body, "world:anyone <code>a</code>") || !strings.Contains(r.body, "(world:anyone) may not read it") {
+		t.Errorf("admin-only page: %s", r.body)
+	}
+	noForms(t, "admin-only page", r.body)
+}
+
+func TestParseACLText(t *testing.T) {
+	got, err := parseACLText("world:anyone:cdrwa\n\n ip:::1:r \ndigest:bob:Hk3=:rw\nauth::a\n")
+	want := []ACLEntry{{"world", "anyone", "cdrwa", ""}, {"ip", "::1", "r", ""}, {"digest", "bob:Hk3=", "rw", ""}, {"auth", "", "a", ""}}
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("parseACLText: %v, %v", got, err)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("entry %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if _, err := parseACLText("world:anyone:r\nnocolon"); err == nil || !strings.Contains(err.Error(), "ACL line 2") {
+		t.Errorf("a line without colons: %v", err)
+	}
+	if _, err := (ACLEntry{Scheme: "ip", ID: "::1", Perms: "r"}).toACL(); err != nil {
+		t.Errorf("ip ::1: %v", err)
 	}
 }
