@@ -139,10 +139,14 @@ func (c *Console) readError(g *gin.Context, path string, err error) {
 	g.JSON(p.Status, body)
 }
 
-// requestOverhead is the bytes of a setData or create frame besides its data: the
-// header (xid, opcode), the path, the data's length, the version or flags, and the ACL.
+// requestOverhead is the bytes of a setData frame (acl nil) or create frame besides its
+// data: the header (xid, opcode), the path, the data's length, the version or flags,
+// and a create's ACL.
 func requestOverhead(path string, acl []zk.ACL) int {
-	n := 8 + 4 + len(path) + 4 + 4 + 4
+	n := 8 + 4 + len(path) + 4 + 4
+	if acl != nil {
+		n += 4
+	}
 	for _, a := range acl {
 		n += 4 + 4 + len(a.Scheme) + 4 + len(a.ID)
 	}

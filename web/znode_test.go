@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -385,5 +386,24 @@ func TestParseACLText(t *testing.T) {
 	}
 	if _, err := (ACLEntry{Scheme: "ip", ID: "::1", Perms: "r"}).toACL(); err != nil {
 		t.Errorf("ip ::1: %v", err)
+	}
+}
+
+// The console's size check is exact: the largest data the servers take is written, one
+// byte more is refused before sending.
+func TestLargeValueExactLimit(t *testing.T) {
+	f := startConsole(t)
+	op := f.login(t, "olga")
+	expect(t, op.do("POST", "/api/v1/znode", map[string]any{"path": "/edge"}), http.StatusCreated, "create")
+	room := f.session.MaxBuffer() - requestOverhead("/edge", nil)
+	expect(t, op.do("PUT", "/api/v1/znode", map[string]any{"path": "/edge", "data": strings.Repeat("e", room), "version": -1}),
+		http.StatusOK, "set the largest value")
+	r := op.do("PUT", "/api/v1/znode", map[string]any{"path": "/edge", "data": strings.Repeat("e", room+1), "version": -1})
+	expect(t, r, http.StatusRequestEntityTooLarge, "set one byte more")
+	if e, _ := r.json["error"].(string); !strings.Contains(e, "leaves "+strconv.Itoa(room)+" bytes") {
+		t.Errorf("one byte more: %q", e)
+	}
+	if data, _, err := f.conn.Get("/edge"); err != nil || len(data) != room {
+		t.Errorf("after: %d bytes, %v", len(data), err)
 	}
 }
