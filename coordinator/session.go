@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -96,7 +97,16 @@ type Config struct {
 	// Policy, if set, gives each node the Session and its recipes create its ACL
 	// (ACLFor); nil leaves them open to all (world:anyone, all permissions).
 	Policy *Policy
+	// MaxBuffer is the servers' jute.maxbuffer (their max_buffer): the largest request
+	// frame they accept. If set, the client refuses a larger request itself
+	// (zk.ErrShortBuffer) instead of sending one the server answers by closing the
+	// connection, and sends any up to it (go-zk alone stops at 1.5 MiB). 0 leaves go-zk's
+	// buffer as it is; MaxBuffer then reports ZooKeeper's default, DefaultMaxBuffer.
+	MaxBuffer int
 }
+
+// DefaultMaxBuffer is ZooKeeper's default jute.maxbuffer, 0xfffff bytes (1 MiB - 1).
+const DefaultMaxBuffer = 0xfffff
 
 // DefaultConfig returns a Config for a server on localhost:2181 with a 15 s session.
 func DefaultConfig() Config {
@@ -113,6 +123,9 @@ func (c Config) Validate() error {
 		if !strings.Contains(s, ":") {
 			errs = append(errs, fmt.Errorf("coordinator: server %q: want host:port", s))
 		}
+	}
+	if c.MaxBuffer != 0 && (c.MaxBuffer < 1024 || c.MaxBuffer > 512<<20) {
+		errs = append(errs, fmt.Errorf("coordinator: max buffer %d: want 1024 bytes to 512 MiB (the servers' jute.maxbuffer)", c.MaxBuffer))
 	}
 	if c.SessionTimeout < time.Millisecond {
 		errs = append(errs, fmt.Errorf("coordinator: session timeout %v: must be at least 1ms", c.SessionTimeout))
@@ -180,9 +193,16 @@ func Connect(ctx context.Context, cfg Config) (*Session, error) {
 	if cfg.TLS != nil {
 		dialer = TLSDialer(cfg.TLS, dialer)
 	}
+	// The send buffer holds the 4-byte length and a frame of at most MaxBuffer; without
+	// MaxBuffer, go-zk's own default of 1.5 MiB.
+	sendBuffer := 1536 << 10
+	if cfg.MaxBuffer > 0 {
+		sendBuffer = 4 + cfg.MaxBuffer
+	}
 	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
 		zk.WithLogger(zkLogger{s.logger}),
 		zk.WithDialer(s.cw.wrap(dialer)),
+		zk.WithMaxConnBufferSize(sendBuffer),
 		zk.WithEventCallback(func(ev zk.Event) {
 			if ev.Type == zk.EventSession {
 				s.zkEvents.push(ev)
@@ -228,6 +248,37 @@ func (e *ConnectError) Error() string {
 }
 
 func (e *ConnectError) Unwrap() error { return e.Err }
+
+// MaxBuffer returns the largest request frame the Session sends: Config.MaxBuffer, or
+// DefaultMaxBuffer.
+func (s *Session) MaxBuffer() int {
+	if s.cfg.MaxBuffer > 0 {
+		return s.cfg.MaxBuffer
+	}
+	return DefaultMaxBuffer
+}
+
+// Identities returns the ACL identities the Session authenticates as, besides
+// world:anyone and its address (ip): the id of each Config.Auth (a digest's hashed, never
+// its password) and the x509 subject of its client certificate.
+func (s *Session) Identities() []ID {
+	var ids []ID
+	for _, a := range s.cfg.Auth {
+		ids = append(ids, IDOf(a))
+	}
+	if s.cfg.TLS != nil {
+		for _, c := range s.cfg.TLS.Certificates {
+			leaf := c.Leaf
+			if leaf == nil && len(c.Certificate) > 0 {
+				leaf, _ = x509.ParseCertificate(c.Certificate[0])
+			}
+			if leaf != nil {
+				ids = append(ids, ID{Scheme: "x509", ID: leaf.Subject.String()})
+			}
+		}
+	}
+	return ids
+}
 
 // Conn returns the underlying client, for operations the recipes do not cover. It
 // stays the same across reconnections and new sessions.

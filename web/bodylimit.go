@@ -67,8 +67,11 @@ func (c *Console) limitBody(g *gin.Context) {
 
 func (c *Console) tooLarge(g *gin.Context, limit int64) {
 	g.Header("Connection", "close") // do not read the rest of the body
-	c.deny(g, http.StatusRequestEntityTooLarge,
-		fmt.Sprintf("request body too large: %s takes at most %d bytes", g.Request.URL.Path, limit))
+	msg := fmt.Sprintf("request body too large: %s takes at most %d bytes", g.Request.URL.Path, limit)
+	if limit == znodeBodyLimit {
+		msg += znodeLimitNote(c.session.MaxBuffer())
+	}
+	c.deny(g, http.StatusRequestEntityTooLarge, msg)
 }
 
 // logNameLimit bounds a user name as logged.

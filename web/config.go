@@ -52,6 +52,10 @@ type Config struct {
 	// AuditRoot is the znode under which every change made through the console is
 	// recorded.
 	AuditRoot string
+	// MaxBuffer is the servers' jute.maxbuffer (their max_buffer), the largest request
+	// they take: the console refuses larger znode writes with a message naming it. 0
+	// means ZooKeeper's default, 1048575 bytes.
+	MaxBuffer int
 }
 
 // DefaultConfig returns the defaults: 127.0.0.1:8080, no users (Validate asks for one).
@@ -71,6 +75,9 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	errs := task.CheckConnection(c.Servers, c.SessionTimeout, c.Root)
 	errs = append(errs, c.Access.Check()...)
+	if c.MaxBuffer != 0 && (c.MaxBuffer < 1024 || c.MaxBuffer > 512<<20) {
+		errs = append(errs, fmt.Errorf("max_buffer = %d: want the servers' jute.maxbuffer, 1024 bytes to 512 MiB, or 0 for 1048575", c.MaxBuffer))
+	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		errs = append(errs, fmt.Errorf("listen = %s: want host:port", c.Listen))
 	}

@@ -57,6 +57,8 @@ func zkStatus(err error) (int, string) {
 		return http.StatusConflict, "version conflict: the znode was changed since it was read"
 	case errors.Is(err, zk.ErrNoAuth):
 		return http.StatusForbidden, "the znode's ACL does not allow the console this"
+	case errors.Is(err, zk.ErrShortBuffer):
+		return http.StatusRequestEntityTooLarge, "the request is larger than the servers' jute.maxbuffer (the console's max_buffer)"
 	case errors.Is(err, zk.ErrInvalidACL):
 		return http.StatusBadRequest, "invalid ACL"
 	case errors.Is(err, zk.ErrNoChildrenForEphemerals):
@@ -77,6 +79,98 @@ func (c *Console) zkError(g *gin.Context, path string, err error) {
 		c.logger.Error("request failed", "path", path, "err", err)
 	}
 	apiError(g, status, path+": "+msg)
+}
+
+// nearestExisting returns the nearest ancestor of path that exists ("/" at worst).
+func (c *Console) nearestExisting(ctx context.Context, path string) string {
+	for p := parentOf(path); p != "/"; p = parentOf(p) {
+		var ok bool
+		err := c.read(ctx, func() (err error) {
+			ok, _, err = c.conn.Exists(p)
+			return err
+		})
+		if err == nil && ok {
+			return p
+		}
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			break
+		}
+	}
+	return "/"
+}
+
+// readProblem is why a znode could not be read, for the page and the API: a missing
+// node names its nearest existing ancestor, a forbidden one the console's identities.
+type readProblem struct {
+	Status     int
+	Msg        string
+	Nearest    string   // missing: the nearest ancestor that exists
+	Identities []string // forbidden: who the console is to the servers
+}
+
+func (c *Console) readProblemOf(ctx context.Context, path string, err error) readProblem {
+	status, msg := zkStatus(err)
+	p := readProblem{Status: status, Msg: path + ": " + msg}
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		p.Nearest = c.nearestExisting(ctx, path)
+		p.Msg = path + ": no such znode; the nearest that exists is " + p.Nearest
+	case errors.Is(err, zk.ErrNoAuth):
+		p.Identities = c.identities()
+		p.Msg = fmt.Sprintf("%s: forbidden: the console's identities (%s) may not read it: its ACL grants none of them r",
+			path, strings.Join(p.Identities, ", "))
+	}
+	return p
+}
+
+// readError answers a failed read of path.
+func (c *Console) readError(g *gin.Context, path string, err error) {
+	p := c.readProblemOf(g.Request.Context(), path, err)
+	if p.Status == http.StatusInternalServerError {
+		c.logger.Error("request failed", "path", path, "err", err)
+	}
+	body := gin.H{"error": p.Msg}
+	if p.Nearest != "" {
+		body["nearest"] = p.Nearest
+	}
+	if p.Identities != nil {
+		body["identities"] = p.Identities
+	}
+	g.JSON(p.Status, body)
+}
+
+// requestOverhead is the bytes of a setData frame (acl nil) or create frame besides its
+// data: the header (xid, opcode), the path, the data's length, the version or flags,
+// and a create's ACL.
+func requestOverhead(path string, acl []zk.ACL) int {
+	n := 8 + 4 + len(path) + 4 + 4
+	if acl != nil {
+		n += 4
+	}
+	for _, a := range acl {
+		n += 4 + 4 + len(a.Scheme) + 4 + len(a.ID)
+	}
+	return n
+}
+
+// checkSize refuses data the servers would refuse (their jute.maxbuffer), naming both
+// limits a znode write meets: the console's body cap and the servers' buffer.
+func (c *Console) checkSize(path string, data []byte, acl []zk.ACL) error {
+	max := c.session.MaxBuffer()
+	room := max - requestOverhead(path, acl)
+	if len(data) <= room {
+		return nil
+	}
+	return &requestError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf(
+		"%s: data of %d bytes is too large: the servers take requests of at most %d bytes (jute.maxbuffer; "+
+			"the console's max_buffer), which leaves %d bytes of data for this znode; the console's own cap on a "+
+			"znode write's body is %d bytes", path, len(data), max, room, znodeBodyLimit)}
+}
+
+// znodeLimitNote says, after the console's body cap, the other limit on a znode's data.
+func znodeLimitNote(maxBuffer int) string {
+	return fmt.Sprintf(" (the console's cap on a znode write's body); a znode's data is also bounded by the "+
+		"servers' jute.maxbuffer, %d bytes per request", maxBuffer)
 }
 
 // read runs a read, retrying it across connection loss until ctx ends (at most 10 s).
@@ -239,10 +333,14 @@ func (c *Console) create(path string, data []byte, mode string) (string, error) 
 	if !ok {
 		return "", badRequest("flags = %q: want persistent, sequential, container, ephemeral or ephemeral_sequential", mode)
 	}
-	if flags == zk.FlagContainer {
-		return c.conn.CreateContainer(path, data, flags, c.session.ACLFor(path))
+	acl := c.session.ACLFor(path)
+	if err := c.checkSize(path, data, acl); err != nil {
+		return "", err
 	}
-	return c.conn.Create(path, data, flags, c.session.ACLFor(path))
+	if flags == zk.FlagContainer {
+		return c.conn.CreateContainer(path, data, flags, acl)
+	}
+	return c.conn.Create(path, data, flags, acl)
 }
 
 // deleteTree deletes path and everything under it, path itself only if its version

@@ -49,6 +49,9 @@ func (c *Console) doSet(g *gin.Context, path string, data []byte, version int32)
 	if data, err = restoreSecrets(data, old); err != nil {
 		return nil, err
 	}
+	if err := c.checkSize(path, data, nil); err != nil {
+		return nil, err
+	}
 	before := c.getForAudit(path)
 	st, err := c.conn.Set(path, data, version)
 	if err != nil {
@@ -136,7 +139,7 @@ func (c *Console) apiChildren(g *gin.Context) {
 	}
 	page, err := c.children(g.Request.Context(), path, offset, limit)
 	if err != nil {
-		c.zkError(g, path, err)
+		c.readError(g, path, err)
 		return
 	}
 	g.JSON(http.StatusOK, page)
@@ -150,7 +153,7 @@ func (c *Console) apiGetZnode(g *gin.Context) {
 	}
 	v, err := c.znode(g.Request.Context(), path)
 	if err != nil {
-		c.zkError(g, path, err)
+		c.readError(g, path, err)
 		return
 	}
 	g.JSON(http.StatusOK, v)

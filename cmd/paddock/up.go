@@ -230,6 +230,7 @@ func upConsole(cmd *cobra.Command, cfg server.Config, addr string, logger *slog.
 	if err != nil {
 		return upService{}, err
 	}
+	cc.MaxBuffer = cfg.MaxBuffer // the console writes what the server takes, and says so past it
 	run := func(ctx context.Context) error {
 		s, err := coordinator.Connect(ctx, cc)
 		if err != nil {

@@ -50,6 +50,10 @@ func runWeb(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	cc.MaxBuffer = cfg.MaxBuffer // the servers' jute.maxbuffer: requests past it are refused before sending
+	if cc.MaxBuffer == 0 {
+		cc.MaxBuffer = coordinator.DefaultMaxBuffer
+	}
 	s, err := coordinator.Connect(cmd.Context(), cc)
 	if err != nil {
 		return err

@@ -44,6 +44,9 @@ type zkCLI struct {
 	dial zk.Dialer
 	// name prefixes error messages; empty means "paddock zk" (paddock task shares this).
 	name string
+	// maxBuffer, if set (create and set: --max-buffer), is the servers' jute.maxbuffer,
+	// which sizes the session's requests (coordinator.Config.MaxBuffer).
+	maxBuffer *int
 }
 
 func (z *zkCLI) commandName() string {
@@ -210,6 +213,9 @@ func (z *zkCLI) connect(ctx context.Context, cmd *cobra.Command) (*zkClient, err
 	}
 	cfg.Logger = zkLogger(cmd)
 	cfg.Dialer = z.dial
+	if z.maxBuffer != nil {
+		cfg.MaxBuffer = *z.maxBuffer
+	}
 
 	cctx, cancel := context.WithTimeout(ctx, z.timeout)
 	defer cancel()
@@ -265,6 +271,7 @@ var zkErrors = []struct {
 	{zk.ErrNoChildrenForEphemerals, "ephemeral nodes cannot have children"},
 	{zk.ErrInvalidACL, "invalid ACL"},
 	{zk.ErrInvalidFlags, "invalid create flags"},
+	{zk.ErrShortBuffer, "request larger than the servers' jute.maxbuffer (--max-buffer)"},
 	{zk.ErrAuthFailed, "authentication failed"},
 	{zk.ErrSessionExpired, "session expired"},
 	{zk.ErrSessionMoved, "session moved to another server"},
@@ -482,13 +489,23 @@ func formatStat(s *zk.Stat) string {
 
 func (z *zkCLI) setCmd() *cobra.Command {
 	var version int32
+	var in zkData
+	var data []byte
 	cmd := z.subcommand(&cobra.Command{
-		Use:   "set PATH DATA [-v VERSION]",
-		Short: "Set a node's data; with -v, only if its data version is VERSION",
-	}, cobra.ExactArgs(2), func(ctx context.Context, c *zkClient, cmd *cobra.Command, args []string) error {
-		return c.set(ctx, args[0], []byte(args[1]), version)
+		Use:   "set PATH {DATA | - | --file FILE | --stdin} [-v VERSION]",
+		Short: "Set a node's data (given, from a file or from stdin); with -v, only if its data version is VERSION",
+	}, cobra.RangeArgs(1, 2), func(ctx context.Context, c *zkClient, cmd *cobra.Command, args []string) error {
+		return c.set(ctx, args[0], data, version)
 	})
 	cmd.Flags().Int32VarP(&version, "version", "v", -1, "the data version the node must have (-1: any)")
+	in.addFlags(cmd)
+	cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
+		var err error
+		if data, err = in.read(cmd, z, args[1:]); err == nil && data == nil && len(args) < 2 && in.file == "" && !in.stdin {
+			err = usageError("set: want the data: DATA, - (stdin), --file FILE or --stdin")
+		}
+		return z.finish(cmd, err)
+	}
 	return cmd
 }
 
@@ -497,11 +514,15 @@ func (z *zkCLI) setCmd() *cobra.Command {
 func (z *zkCLI) createCmd() *cobra.Command {
 	var ephemeral, sequential, container bool
 	var ttl time.Duration
+	var in zkData
+	var data []byte
 	cmd := z.subcommand(&cobra.Command{
-		Use:   "create PATH [DATA] [-e] [-s] [-c] [-t TTL]",
+		Use:   "create PATH [DATA | - | --file FILE | --stdin] [-e] [-s] [-c] [-t TTL]",
 		Short: "Create a node and print its path",
 		Long: `Create a node with DATA (empty if not given), open to all, and print the path created
-(with -s, PATH followed by the sequence number).
+(with -s, PATH followed by the sequence number). The data may come from a file (--file)
+or stdin (--stdin, or DATA "-"), read to its end: at most --max-buffer bytes, the
+servers' jute.maxbuffer (1048575 by default), path and header included.
 
 An ephemeral node (-e) lives only as long as this command's session: it is gone as soon
 as the command exits. A container (-c) is removed by the server once its last child
@@ -509,10 +530,6 @@ goes. A TTL node (-t, a duration like 10m) is persistent, may be sequential, and
 removed by the server once it has had no children and no change for TTL; the server
 must have TTL nodes enabled (extendedTypesEnabled).`,
 	}, cobra.RangeArgs(1, 2), func(ctx context.Context, c *zkClient, cmd *cobra.Command, args []string) error {
-		var data []byte
-		if len(args) == 2 {
-			data = []byte(args[1])
-		}
 		path, err := c.create(ctx, args[0], data, ephemeral, sequential, container, ttl)
 		if err != nil {
 			return err
@@ -525,7 +542,8 @@ must have TTL nodes enabled (extendedTypesEnabled).`,
 	f.BoolVarP(&sequential, "sequential", "s", false, "sequential: a 10-digit sequence number is appended to PATH")
 	f.BoolVarP(&container, "container", "c", false, "container: deleted by the server once it has had children and has none")
 	f.DurationVarP(&ttl, "ttl", "t", 0, "TTL node: deleted by the server after this long without children or changes")
-	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+	in.addFlags(cmd)
+	cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
 		var err error
 		switch {
 		case container && (ephemeral || sequential || ttl != 0):
@@ -534,6 +552,8 @@ must have TTL nodes enabled (extendedTypesEnabled).`,
 			err = usageError("-t: a TTL node must be persistent, not ephemeral")
 		case ttl != 0 && ttl < time.Millisecond:
 			err = usageError("-t %v: want a positive duration of at least 1ms", ttl)
+		default:
+			data, err = in.read(cmd, z, args[1:])
 		}
 		return z.finish(cmd, err)
 	}

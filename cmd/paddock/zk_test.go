@@ -56,6 +56,7 @@ func (b *zkBuffer) String() string {
 type zkInvocation struct {
 	dial           zk.Dialer // nil: dial directly
 	stdout, stderr io.Writer
+	stdin          io.Reader // nil: empty
 }
 
 // run runs paddock zk with args under ctx, as the binary would, and returns the exit
@@ -68,7 +69,10 @@ func (inv zkInvocation) run(ctx context.Context, args ...string) int {
 	root.SetArgs(append([]string{"zk"}, args...))
 	root.SetOut(inv.stdout)
 	root.SetErr(inv.stderr)
-	root.SetIn(strings.NewReader(""))
+	if inv.stdin == nil {
+		inv.stdin = strings.NewReader("")
+	}
+	root.SetIn(inv.stdin)
 	if err := root.ExecuteContext(ctx); err != nil && !errors.Is(err, errExited) {
 		fmt.Fprintln(inv.stderr, "paddock:", err) // what main does
 		return 1
@@ -277,7 +281,7 @@ func TestZKUsageErrors(t *testing.T) {
 		{"unknown command", []string{"bogus"}, `unknown command "bogus"`},
 		{"missing path", []string{"get"}, "accepts 1 arg(s), received 0"},
 		{"extra arg", []string{"get", "/a", "/b"}, "accepts 1 arg(s), received 2"},
-		{"set without data", []string{"set", "/a"}, "accepts 2 arg(s), received 1"},
+		{"set without data", []string{"set", "/a"}, "set: want the data: DATA, - (stdin), --file FILE or --stdin"},
 		{"bad version", []string{"set", "/a", "x", "-v", "three"}, `invalid argument "three"`},
 		{"unknown flag", []string{"get", "--nope", "/a"}, "unknown flag: --nope"},
 		{"bad timeout", []string{"--timeout", "soon", "get", "/"}, `invalid argument "soon"`},
@@ -334,6 +338,7 @@ func TestZKErrorWords(t *testing.T) {
 		{zk.ErrNoChildrenForEphemerals, -1, "ephemeral nodes cannot have children: /x"},
 		{zk.ErrInvalidACL, -1, "invalid ACL: /x"},
 		{zk.ErrInvalidFlags, -1, "invalid create flags: /x"},
+		{zk.ErrShortBuffer, -1, "request larger than the servers' jute.maxbuffer (--max-buffer): /x"},
 		{zk.ErrAuthFailed, -1, "authentication failed: /x"},
 		{zk.ErrSessionExpired, -1, "session expired: /x"},
 		{zk.ErrSessionMoved, -1, "session moved to another server: /x"},
