@@ -122,7 +122,10 @@ func (t *taskCLI) listCmd() *cobra.Command {
 		fmt.Fprintln(w, "ID\tSTATE\tWORKER\tEXIT\tCOMMAND")
 		for _, tk := range tasks {
 			exit := ""
-			if tk.Status != nil && tk.State != task.Cancelled {
+			switch {
+			case tk.Status != nil && tk.Status.Signal != "":
+				exit = "killed (" + tk.Status.Signal + ")"
+			case tk.Status != nil && tk.State != task.Cancelled:
 				exit = fmt.Sprint(tk.Status.ExitCode)
 			}
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", tk.ID, tk.State, tk.Worker, exit,
