@@ -326,3 +326,31 @@ func TestDrainAPI(t *testing.T) {
 		t.Errorf("undrain audit record %+v", rec)
 	}
 }
+
+// TestKilledRunShown: a run killed by a signal shows as killed with the signal on the
+// task's page and in the list, not as exit code 0; a lost run shows no exit code.
+func TestKilledRunShown(t *testing.T) {
+	f := startConsole(t)
+	tc := task.NewClient(f.session, task.DefaultLayout)
+	id, err := tc.Submit(testCtx(t), task.Spec{Command: "/bin/sleep", Args: []string{"9"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost, _ := json.Marshal(task.Attempt{N: 1, Worker: "w1", ExitCode: -1, Lost: true, Error: "worker lost"})
+	if _, err := f.conn.Create(task.DefaultLayout.Lost(id, 1), lost, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	endTask(t, f, id, task.Status{State: task.Failed, ExitCode: -1, Signal: "SIGKILL", Error: "timed out after 1s", Attempts: 2})
+	viewer := f.login(t, "vic")
+	for _, page := range []string{"/tasks/" + id, "/tasks"} {
+		r := viewer.do("GET", page, nil)
+		expect(t, r, http.StatusOK, page)
+		if !strings.Contains(r.body, "killed (SIGKILL)") {
+			t.Errorf("%s does not say killed (SIGKILL)", page)
+		}
+	}
+	r := viewer.do("GET", "/tasks/"+id, nil)
+	if !strings.Contains(r.body, "(lost)") || !strings.Contains(r.body, "<td>&mdash;</td><td>worker lost</td>") {
+		t.Errorf("the lost run's row shows an exit code:\n%s", r.body)
+	}
+}
