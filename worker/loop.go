@@ -264,6 +264,7 @@ func (l *loop) onSession(ev coordinator.Event) {
 		if ev.NewSession {
 			l.logger.Info("new session: listing assignments again", "session_id", hexID(ev.SessionID))
 			l.abandon(errSessionLost, func(j *job) bool { return j.session != ev.SessionID })
+			l.drainWatch, l.drainDirty = nil, true // the old session's watches are gone
 		}
 		l.dirty = true
 	case coordinator.StateSuspended:
