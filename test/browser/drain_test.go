@@ -87,6 +87,7 @@ func TestDrainFromWorkersPage(t *testing.T) {
 	if got := h.text(flash); got != "w1 drained: it takes no new tasks" {
 		t.Errorf("flash %q after drain", got)
 	}
+	h.screenshot("2_drain_requested")
 	second, err := c.Submit(context.Background(), task.Spec{Command: "echo", Args: []string{"after"}})
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +95,7 @@ func TestDrainFromWorkersPage(t *testing.T) {
 	if r := h.waitWorkerState("draining"); r[4] != "1" {
 		t.Errorf("draining w1's row %q: want 1 running", r)
 	}
-	h.screenshot("2_draining")
+	h.screenshot("3_draining")
 
 	if tk := h.waitTask(c, first, task.Done); tk.Worker != "w1" || len(tk.History) != 0 {
 		t.Errorf("the task w1 ran when drained: on %s, history %+v", tk.Worker, tk.History)
@@ -106,7 +107,7 @@ func TestDrainFromWorkersPage(t *testing.T) {
 	if n := len(h.pageHasButton(`tr#worker-w1 form.undrain button`)); n != 1 {
 		t.Errorf("drained w1 shows %d undrain buttons, want 1", n)
 	}
-	h.screenshot("3_drained")
+	h.screenshot("4_drained")
 
 	if resp := h.navigate("undrain w1", chromedp.Click(chromedp.CSS(`tr#worker-w1 form.undrain button`))); resp.Status != 200 {
 		t.Fatalf("undrain: status %d", resp.Status)
@@ -118,7 +119,7 @@ func TestDrainFromWorkersPage(t *testing.T) {
 		t.Errorf("after undrain, %s ended on %s", second, tk.Worker)
 	}
 	h.waitWorkerState("active")
-	h.screenshot("4_undrained")
+	h.screenshot("5_undrained")
 
 	h.open("/audit", `main`)
 	page := run[string](h, `document.querySelector('main').innerText`)
