@@ -73,7 +73,10 @@ func TestDrainFromWorkersPage(t *testing.T) {
 	h.startCluster()
 	h.login("operator")
 	c := task.NewClient(h.session, task.DefaultLayout)
-	first, err := c.Submit(context.Background(), task.Spec{Command: "sh", Args: []string{"-c", "sleep 3"}})
+	// The first task runs until the test opens its gate, so that w1 is seen draining.
+	gate := filepath.Join(t.TempDir(), "gate")
+	first, err := c.Submit(context.Background(), task.Spec{Command: "sh",
+		Args: []string{"-c", `while [ ! -e "$GATE" ]; do sleep 0.05; done`}, Env: map[string]string{"GATE": gate}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +99,9 @@ func TestDrainFromWorkersPage(t *testing.T) {
 		t.Errorf("draining w1's row %q: want 1 running", r)
 	}
 	h.screenshot("3_draining")
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	if tk := h.waitTask(c, first, task.Done); tk.Worker != "w1" || len(tk.History) != 0 {
 		t.Errorf("the task w1 ran when drained: on %s, history %+v", tk.Worker, tk.History)

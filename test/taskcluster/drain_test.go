@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -88,13 +89,19 @@ func TestDrainWorker(t *testing.T) {
 	c.startMaster("m1")
 	c.startWorker("w1", 2)
 	c.waitState("w1", task.WorkerActive)
-	first := c.submit(c.runOnce("; sleep 2"))
+	gate := filepath.Join(c.dir, "gate")
+	spec := c.runOnce(`; while [ ! -e "$GATE" ]; do sleep 0.05; done`)
+	spec.Env["GATE"] = gate
+	first := c.submit(spec)
 	c.waitRunning(first)
 	c.workerCmd("drain", "w1")
 	c.waitState("w1", task.WorkerDraining)
 	var later []string
 	for range 3 {
 		later = append(later, c.submit(c.runOnce("")))
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	tk := c.waitAll([]string{first}, 30*time.Second)[first]
 	if tk.State != task.Done || tk.Worker != "w1" || len(tk.History) != 0 {
