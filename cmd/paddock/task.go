@@ -155,6 +155,8 @@ func (t *taskCLI) waitCmd() *cobra.Command {
 			return nil
 		case st.ExitCode > 0 && st.ExitCode < 256 && tk.State == task.Failed:
 			return &exitError{code: st.ExitCode, err: fmt.Errorf("%s failed: exit code %d", tk.ID, st.ExitCode)}
+		case st.Signal != "":
+			return &exitError{code: 1, err: fmt.Errorf("%s %s: killed by %s: %s", tk.ID, tk.State, st.Signal, st.Error)}
 		default:
 			return &exitError{code: 1, err: fmt.Errorf("%s %s: %s", tk.ID, tk.State, st.Error)}
 		}

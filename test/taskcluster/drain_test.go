@@ -205,6 +205,9 @@ func TestKilledRunShowsSignal(t *testing.T) {
 	if !strings.Contains(out, "killed (SIGTERM)") {
 		t.Errorf("paddock task list does not say killed (SIGTERM):\n%s", out)
 	}
+	if _, errOut, code := c.taskCmd("wait", id); code != 1 || !strings.Contains(errOut, "killed by SIGTERM") {
+		t.Errorf("paddock task wait: exit %d, %q; want 1, killed by SIGTERM", code, errOut)
+	}
 }
 
 // TestDuplicateWorkerID: a second worker started with the id of a live one is refused,
