@@ -313,6 +313,12 @@ func TestDrainAPI(t *testing.T) {
 	if w := v.Workers[0]; w.Drain == nil || w.Drain.Deadline.IsZero() || w.Drain.By != "console:olga" || w.State != task.WorkerActive {
 		t.Errorf("drained worker seen as %+v", w)
 	}
+	expect(t, op.do("POST", "/api/v1/workers/gone/drain", nil), http.StatusOK, "drain of a worker not running")
+	r = op.do("GET", "/workers", nil)
+	if !strings.Contains(r.body, "Drained, not running") || !strings.Contains(r.body, `action="/workers/gone/undrain"`) {
+		t.Errorf("the workers page does not list gone as drained, not running:\n%s", r.body)
+	}
+	expect(t, op.do("POST", "/api/v1/workers/gone/undrain", nil), http.StatusOK, "undrain of a worker not running")
 	expect(t, op.do("POST", "/api/v1/workers/w1/undrain", nil), http.StatusOK, "undrain")
 	expect(t, op.do("POST", "/api/v1/workers/w1/undrain", nil), http.StatusBadRequest, "undrain of an undrained worker")
 	if ok, _, _ := f.conn.Exists(l.Drain("w1")); ok {

@@ -33,6 +33,9 @@ type WorkerView struct {
 type ClusterView struct {
 	Master  *task.MasterInfo `json:"master"`
 	Workers []WorkerView     `json:"workers"`
+	// DrainedAbsent lists the workers with a drain request that are not live: they
+	// start drained.
+	DrainedAbsent []string `json:"drained_absent,omitempty"`
 }
 
 // readJSON reads path's data into v, retrying across connection loss.
@@ -112,6 +115,15 @@ func (c *Console) cluster(ctx context.Context) (ClusterView, error) {
 			}
 		}
 		v.Workers = append(v.Workers, w)
+	}
+	drained, err := c.childrenOf(ctx, l.Drains())
+	if err != nil {
+		return v, err
+	}
+	for _, id := range drained {
+		if !slices.ContainsFunc(v.Workers, func(w WorkerView) bool { return w.ID == id }) {
+			v.DrainedAbsent = append(v.DrainedAbsent, id)
+		}
 	}
 	return v, nil
 }
