@@ -341,6 +341,11 @@ func (l *leader) reloadWorkers(ctx context.Context) error {
 		live[id] = w
 	}
 	l.workers = live
+	for id, armed := range l.workerArmed {
+		if !armed && live[id] == nil {
+			delete(l.workerArmed, id) // a worker gone: its watch fired with the delete
+		}
+	}
 	return nil
 }
 
