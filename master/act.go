@@ -44,7 +44,7 @@ func (l *leader) reclaim() error {
 			}
 			ops := []any{&zk.DeleteRequest{Path: l.l.Assignment(w, id), Version: -1}}
 			if _, ok := l.tasks[id]; ok {
-				rec, _ := json.Marshal(task.Attempt{N: s.attempt, Worker: w, Lost: true, Error: "worker lost", Finished: now})
+				rec, _ := json.Marshal(task.Attempt{N: s.attempt, Worker: w, ExitCode: -1, Lost: true, Error: "worker lost", Finished: now})
 				ops = append(ops, l.create(l.l.Lost(id, s.attempt), rec))
 			}
 			if err := l.multi(ops...); err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrNodeExists) {
@@ -137,11 +137,12 @@ func (l *leader) dispatch() error {
 	return l.assignBatch(batch)
 }
 
-// freeSlots maps each live worker to its free slots.
+// freeSlots maps each live worker that accepts work to its free slots: a drained,
+// draining or stopping worker gets nothing new.
 func (l *leader) freeSlots() map[string]int {
 	free := make(map[string]int, len(l.workers))
 	for id, w := range l.workers {
-		if _, ready := l.assign[id]; ready {
+		if _, ready := l.assign[id]; ready && l.accepts(id, w) {
 			free[id] = w.info.Capacity - len(l.assign[id])
 		}
 	}

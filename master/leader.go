@@ -36,14 +36,16 @@ type leader struct {
 	epoch  int32 // the data version of /assign this term set
 
 	workers map[string]*workerState     // live workers, by id
+	drained map[string]bool             // workers with a drain request, by id
 	assign  map[string]map[string]*slot // assignment directory -> task -> its assignment
 	tasks   map[string]*taskState       // tasks not ended, by id
 	ended   map[string]task.State       // tasks known ended
 
 	// Which watches are armed: a list is read with a new watch only when its last one
 	// has fired, so that re-reading does not pile up watches.
-	workersArmed, tasksArmed bool
-	assignArmed              map[string]bool
+	workersArmed, tasksArmed, drainArmed bool
+	assignArmed                          map[string]bool
+	workerArmed                          map[string]bool // a data watch on /workers/<id>
 
 	mu    sync.Mutex    // guards dirty
 	dirty dirtySet      // what fired watches say changed
@@ -76,6 +78,8 @@ type taskState struct {
 type dirtySet struct {
 	all     bool
 	workers bool
+	drains  bool
+	worker  map[string]bool // registrations whose data watch fired
 	tasks   bool
 	assign  map[string]bool
 	task    map[string]bool
@@ -87,6 +91,7 @@ func newLeader(m *Master, s *coordinator.Session, h *coordinator.Hold) *leader {
 		wake:    make(chan struct{}, 1),
 		workers: map[string]*workerState{}, assign: map[string]map[string]*slot{},
 		tasks: map[string]*taskState{}, ended: map[string]task.State{}, assignArmed: map[string]bool{},
+		drained: map[string]bool{}, workerArmed: map[string]bool{},
 	}
 }
 
@@ -224,6 +229,10 @@ func (l *leader) refresh(ctx context.Context, d dirtySet) error {
 	// A fired watch is no longer armed.
 	l.workersArmed = l.workersArmed && !d.workers
 	l.tasksArmed = l.tasksArmed && !d.tasks
+	l.drainArmed = l.drainArmed && !d.drains
+	for w := range d.worker {
+		l.workerArmed[w] = false
+	}
 	for w := range d.assign {
 		l.assignArmed[w] = false
 	}
@@ -235,8 +244,13 @@ func (l *leader) refresh(ctx context.Context, d dirtySet) error {
 	if d.all {
 		return l.reloadAll(ctx)
 	}
-	if d.workers {
+	if d.workers || len(d.worker) > 0 {
 		if err := l.reloadWorkers(ctx); err != nil {
+			return err
+		}
+	}
+	if d.drains {
+		if err := l.reloadDrains(ctx); err != nil {
 			return err
 		}
 	}
@@ -277,6 +291,9 @@ func (l *leader) reloadAll(ctx context.Context) error {
 	if err := l.reloadWorkers(ctx); err != nil {
 		return err
 	}
+	if err := l.reloadDrains(ctx); err != nil {
+		return err
+	}
 	dirs, _, err := l.conn.Children(l.l.Assign())
 	if err != nil {
 		return err
@@ -304,7 +321,7 @@ func (l *leader) reloadWorkers(ctx context.Context) error {
 	}
 	live := make(map[string]*workerState, len(ids))
 	for _, id := range ids {
-		data, st, err := l.conn.Get(l.l.Worker(id))
+		data, st, err := l.workerData(ctx, id)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -324,7 +341,67 @@ func (l *leader) reloadWorkers(ctx context.Context) error {
 		live[id] = w
 	}
 	l.workers = live
+	for id, armed := range l.workerArmed {
+		if !armed && live[id] == nil {
+			delete(l.workerArmed, id) // a worker gone: its watch fired with the delete
+		}
+	}
 	return nil
+}
+
+// workerData reads a worker's registration, with a data watch unless one is armed:
+// a worker says in it when it drains or stops.
+func (l *leader) workerData(ctx context.Context, id string) ([]byte, *zk.Stat, error) {
+	p := l.l.Worker(id)
+	if l.workerArmed[id] {
+		return l.conn.Get(p)
+	}
+	data, st, ev, err := l.conn.GetW(p)
+	if err == nil {
+		l.workerArmed[id] = true
+		l.watch(ctx, ev, func(d *dirtySet) {
+			if d.worker == nil {
+				d.worker = map[string]bool{}
+			}
+			d.worker[id] = true
+		})
+	}
+	return data, st, err
+}
+
+// reloadDrains reads which workers have a drain request. The master only reads
+// /drain (the console and the admin write it): while it does not exist, its creation
+// is watched for.
+func (l *leader) reloadDrains(ctx context.Context) error {
+	ids, err := l.children(ctx, l.l.Drains(), &l.drainArmed, func(d *dirtySet) { d.drains = true })
+	if errors.Is(err, zk.ErrNoNode) && !l.drainArmed {
+		ok, _, ev, err := l.conn.ExistsW(l.l.Drains())
+		if err != nil {
+			return err
+		}
+		l.drainArmed = true
+		l.watch(ctx, ev, func(d *dirtySet) { d.drains = true })
+		if ok {
+			l.markAll()
+		}
+		ids = nil
+	} else if errors.Is(err, zk.ErrNoNode) {
+		ids = nil
+	} else if err != nil {
+		return err
+	}
+	drained := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		drained[id] = true
+	}
+	l.drained = drained
+	return nil
+}
+
+// accepts says whether worker id may be given new assignments: it is not drained and
+// says it is not draining or stopping.
+func (l *leader) accepts(id string, w *workerState) bool {
+	return !l.drained[id] && w.info.State.Accepts()
 }
 
 // reloadAssignDir reads a worker's assignments. Those that went away ended a run:

@@ -352,3 +352,45 @@ func metricsText(t *testing.T, m *Master) string {
 	}
 	return string(b)
 }
+
+// TestSkipsDrainedAndStoppingWorkers: the master gives nothing to a worker with a drain
+// request in /drain, nor to one whose registration says it is stopping; undrained, or
+// active again, it gets work.
+func TestSkipsDrainedAndStoppingWorkers(t *testing.T) {
+	c := newCluster(t)
+	c.startMaster("m1")
+	w1 := c.worker("w1", 4)
+	if err := c.client.Drain(context.Background(), "w1", task.DrainRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the master sees the drain (the test can pass too early, never fail wrongly)
+	id := c.submit(task.Spec{Command: "true"})
+	time.Sleep(500 * time.Millisecond)
+	if n := len(w1.assignments()); n != 0 {
+		t.Fatalf("a drained worker got %d assignments", n)
+	}
+	if err := c.client.Undrain(context.Background(), "w1"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, wait, 10*time.Millisecond, func() bool { _, ok := w1.assignments()[id]; return ok }, "assigned after undrain")
+	if err := w1.finish(id, 0, false); err != nil {
+		t.Fatal(err)
+	}
+
+	info, _ := json.Marshal(task.WorkerInfo{Capacity: 4, State: task.WorkerStopping})
+	if _, err := w1.s.Conn().Set(c.layout.Worker("w1"), info, -1); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	next := c.submit(task.Spec{Command: "true"})
+	time.Sleep(500 * time.Millisecond)
+	if _, ok := w1.assignments()[next]; ok {
+		t.Fatal("a stopping worker got an assignment")
+	}
+	info, _ = json.Marshal(task.WorkerInfo{Capacity: 4, State: task.WorkerActive})
+	if _, err := w1.s.Conn().Set(c.layout.Worker("w1"), info, -1); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, wait, 10*time.Millisecond, func() bool { _, ok := w1.assignments()[next]; return ok },
+		"assigned once active again")
+}

@@ -38,6 +38,10 @@ func (l Layout) ACLRules() []coordinator.Rule {
 		{Pattern: l.Master(), Grants: g(coordinator.Grant{Role: m, Perms: all}, coordinator.Grant{Role: w, Perms: r}, coordinator.Grant{Role: s, Perms: r})},
 		{Pattern: l.Workers(), Grants: g(coordinator.Grant{Role: w, Perms: cr}, coordinator.Grant{Role: m, Perms: cr}, coordinator.Grant{Role: s, Perms: r})},
 		{Pattern: l.join("workers", "*"), Grants: g(coordinator.Grant{Role: w, Perms: all}, coordinator.Grant{Role: m, Perms: r}, coordinator.Grant{Role: s, Perms: r})},
+		// A drain request is the operators': the console (and the admin) write it, the
+		// worker and the master only read it.
+		{Pattern: l.Drains(), Grants: g(coordinator.Grant{Role: w, Perms: r}, coordinator.Grant{Role: m, Perms: r}, coordinator.Grant{Role: s, Perms: r})},
+		{Pattern: l.join("drain", "*"), Grants: g(coordinator.Grant{Role: w, Perms: r}, coordinator.Grant{Role: m, Perms: r}, coordinator.Grant{Role: s, Perms: r})},
 		{Pattern: l.Assign(), Grants: g(coordinator.Grant{Role: m, Perms: crdw}, coordinator.Grant{Role: w, Perms: cr}, coordinator.Grant{Role: s, Perms: r})},
 		{Pattern: l.join("assign", "*"), Grants: g(coordinator.Grant{Role: m, Perms: crd}, coordinator.Grant{Role: w, Perms: crd}, coordinator.Grant{Role: s, Perms: r})},
 		{Pattern: l.join("assign", "*", "*"), Grants: g(coordinator.Grant{Role: m, Perms: rwd}, coordinator.Grant{Role: w, Perms: rwd}, coordinator.Grant{Role: s, Perms: r})},

@@ -4,12 +4,17 @@
 // znodes below, all under a configurable root (default "/"):
 //
 //	/master                         ephemeral   the active master: {"id","addr","since","epoch"}
-//	/workers/<worker>               ephemeral   a live worker: {"addr","capacity","labels","started"}
+//	/workers/<worker>               ephemeral   a live worker: {"addr","capacity","labels","started",
+//	                                            "state","host","pid","session_timeout"}; state is
+//	                                            active, draining, drained or stopping
 //	/tasks/task-<seq>               persistent-sequential, by a client: the Spec (JSON)
 //	/tasks/task-<seq>/cancel        persistent  a client asks to cancel
 //	/tasks/task-<seq>/attempt-<n>   persistent  run n failed and the task is to be retried: an Attempt
-//	/tasks/task-<seq>/lost-<n>      persistent  run n's worker died: an Attempt (not counted as a failure)
+//	/tasks/task-<seq>/lost-<n>      persistent  run n's worker died, or handed it back (drain deadline, stop
+//	                                            grace): an Attempt (not counted as a failure)
 //	/tasks/task-<seq>/status        persistent  created once, when the task ends: the Status
+//	/drain/<worker>                 persistent  by the console or admin: a DrainRequest; the worker
+//	                                            takes no new tasks while it stands
 //	/assign                         persistent  its data version is the active master's epoch
 //	/assign/<worker>                persistent  created by the worker at start
 //	/assign/<worker>/task-<seq>     persistent  by the master: an Assignment; the worker marks it started

@@ -109,9 +109,11 @@ func (s *Spec) Validate() error {
 
 // Status is a task's end, in /tasks/<task>/status.
 type Status struct {
-	State    State  `json:"state"` // done, failed or cancelled
-	ExitCode int    `json:"exit_code"`
-	Error    string `json:"error,omitempty"` // why it failed or was cancelled, in words
+	State    State `json:"state"`     // done, failed or cancelled
+	ExitCode int   `json:"exit_code"` // -1 when the process was killed or never ran
+	// Signal names the signal that killed the process (SIGTERM, SIGKILL), if one did.
+	Signal string `json:"signal,omitempty"`
+	Error  string `json:"error,omitempty"` // why it failed or was cancelled, in words
 	// OutputTail is the end of the process's output (stdout and stderr together);
 	// OutputFile, on the worker, holds all of it.
 	OutputTail string    `json:"output_tail,omitempty"`
@@ -127,13 +129,17 @@ type Status struct {
 type Attempt struct {
 	N          int       `json:"n"`
 	Worker     string    `json:"worker"`
-	ExitCode   int       `json:"exit_code"`
+	ExitCode   int       `json:"exit_code"` // -1 when killed, or lost with its worker
+	Signal     string    `json:"signal,omitempty"`
 	Error      string    `json:"error,omitempty"`
 	OutputTail string    `json:"output_tail,omitempty"`
 	OutputFile string    `json:"output_file,omitempty"` // on the worker
 	Started    time.Time `json:"started,omitzero"`
 	Finished   time.Time `json:"finished"`
 	Lost       bool      `json:"lost,omitempty"`
+	// HandedBack: a lost run its worker gave back while draining or stopping (its
+	// process killed at the drain's deadline or the end of the stop grace).
+	HandedBack bool `json:"handed_back,omitempty"`
 }
 
 // Assignment gives a task to a worker, in /assign/<worker>/<task>.
@@ -154,12 +160,42 @@ type Assignment struct {
 	Started time.Time `json:"started,omitzero"`
 }
 
-// WorkerInfo is what a worker registers in /workers/<worker>.
+// WorkerState is what a worker says of itself in its registration.
+type WorkerState string
+
+const (
+	WorkerActive   WorkerState = "active"   // takes new assignments
+	WorkerDraining WorkerState = "draining" // drained: takes none, its runs still go on
+	WorkerDrained  WorkerState = "drained"  // drained and nothing runs: safe to stop
+	WorkerStopping WorkerState = "stopping" // stopping (SIGTERM): runs end within its stop grace
+)
+
+// Accepts says whether a worker in state s may be given new assignments ("" is a
+// worker of an earlier release, which says nothing).
+func (s WorkerState) Accepts() bool { return s == "" || s == WorkerActive }
+
+// WorkerInfo is what a worker registers in /workers/<worker>. The worker updates it
+// when its State changes.
 type WorkerInfo struct {
 	Addr     string            `json:"addr,omitempty"`
 	Capacity int               `json:"capacity"`
 	Labels   map[string]string `json:"labels,omitempty"`
 	Started  time.Time         `json:"started"`
+	State    WorkerState       `json:"state,omitempty"`
+	// Host, PID and SessionTimeout identify the process that holds the registration:
+	// a second worker started with the same id names them when it is refused.
+	Host           string   `json:"host,omitempty"`
+	PID            int      `json:"pid,omitempty"`
+	SessionTimeout Duration `json:"session_timeout,omitempty"`
+}
+
+// DrainRequest is an operator's request, in /drain/<worker>, that a worker take no new
+// assignments. Runs still going at Deadline (if set) are killed and handed back as
+// lost runs, which do not count against the task's retries.
+type DrainRequest struct {
+	Requested time.Time `json:"requested"`
+	Deadline  time.Time `json:"deadline,omitzero"`
+	By        string    `json:"by,omitempty"` // who asked: a console user, or "cli"
 }
 
 // MasterInfo is what the active master writes in /master.

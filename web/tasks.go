@@ -66,7 +66,7 @@ func serviceStatus(err error) (int, string) {
 	switch {
 	case errors.As(err, &re):
 		return http.StatusBadRequest, re.msg
-	case errors.Is(err, task.ErrNotFound), errors.Is(err, replicator.ErrNoTask), errors.Is(err, logcollector.ErrNoSource):
+	case errors.Is(err, task.ErrNotFound), errors.Is(err, task.ErrNotDrained), errors.Is(err, replicator.ErrNoTask), errors.Is(err, logcollector.ErrNoSource):
 		return http.StatusNotFound, err.Error()
 	case errors.Is(err, task.ErrEnded), errors.Is(err, replicator.ErrTaskExists),
 		errors.Is(err, replicator.ErrEnabled), errors.Is(err, logcollector.ErrSourceExists):
@@ -314,6 +314,8 @@ func (c *Console) serviceAPIRoutes(r *gin.RouterGroup, operator, admin gin.Handl
 	r.POST("/tasks/:id/cancel", operator, c.apiCancelTask)
 	r.POST("/tasks/:id/retry", operator, c.apiRetryTask)
 	r.GET("/workers", c.apiWorkers)
+	r.POST("/workers/:id/drain", operator, c.apiDrain(true))
+	r.POST("/workers/:id/undrain", operator, c.apiDrain(false))
 	r.GET("/replication", c.apiReplTasks)
 	r.GET("/replication/:name", c.apiReplTask)
 	r.POST("/replication", admin, c.apiReplCreate)
@@ -336,6 +338,8 @@ func (c *Console) servicePageRoutes(r *gin.RouterGroup, operator, admin gin.Hand
 	r.POST("/tasks/:id/cancel", operator, c.cancelForm)
 	r.POST("/tasks/:id/retry", operator, c.retryForm)
 	r.GET("/workers", c.workersPage)
+	r.POST("/workers/:id/drain", operator, c.drainForm(true))
+	r.POST("/workers/:id/undrain", operator, c.drainForm(false))
 	r.GET("/replication", c.replicationPage)
 	r.GET("/replication/:name", c.replTaskPage)
 	r.POST("/replication", admin, c.replCreateForm)

@@ -284,3 +284,79 @@ func TestWorkers(t *testing.T) {
 		t.Error("the workers page does not show the master and w1's labels escaped")
 	}
 }
+
+// TestDrainAPI: operators drain and undrain a worker, audited; viewers may not; the
+// workers view shows the drain and the state the worker says.
+func TestDrainAPI(t *testing.T) {
+	f := startConsole(t)
+	l := task.DefaultLayout
+	for _, dir := range []string{l.Root(), l.Workers()} {
+		if _, err := f.conn.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
+			t.Fatal(err)
+		}
+	}
+	info, _ := json.Marshal(task.WorkerInfo{Capacity: 2, State: task.WorkerActive, Host: "h1", PID: 42})
+	if _, err := f.conn.Create(l.Worker("w1"), info, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	viewer := f.login(t, "vic")
+	expect(t, viewer.do("POST", "/api/v1/workers/w1/drain", nil), http.StatusForbidden, "viewer drains")
+	op := f.login(t, "olga")
+	expect(t, op.do("POST", "/api/v1/workers/w1/drain?deadline=soon", nil), http.StatusBadRequest, "bad deadline")
+	expect(t, op.do("POST", "/api/v1/workers/bad%20id/drain", nil), http.StatusBadRequest, "bad id")
+	expect(t, op.do("POST", "/api/v1/workers/w1/drain?deadline=10m", nil), http.StatusOK, "drain")
+	r := viewer.do("GET", "/api/v1/workers", nil)
+	var v ClusterView
+	if err := json.Unmarshal([]byte(r.body), &v); err != nil || len(v.Workers) != 1 {
+		t.Fatalf("workers %s: %v", r.body, err)
+	}
+	if w := v.Workers[0]; w.Drain == nil || w.Drain.Deadline.IsZero() || w.Drain.By != "console:olga" || w.State != task.WorkerActive {
+		t.Errorf("drained worker seen as %+v", w)
+	}
+	expect(t, op.do("POST", "/api/v1/workers/gone/drain", nil), http.StatusOK, "drain of a worker not running")
+	r = op.do("GET", "/workers", nil)
+	if !strings.Contains(r.body, "Drained, not running") || !strings.Contains(r.body, `action="/workers/gone/undrain"`) {
+		t.Errorf("the workers page does not list gone as drained, not running:\n%s", r.body)
+	}
+	expect(t, op.do("POST", "/api/v1/workers/gone/undrain", nil), http.StatusOK, "undrain of a worker not running")
+	expect(t, op.do("POST", "/api/v1/workers/w1/undrain", nil), http.StatusOK, "undrain")
+	expect(t, op.do("POST", "/api/v1/workers/w1/undrain", nil), http.StatusBadRequest, "undrain of an undrained worker")
+	if ok, _, _ := f.conn.Exists(l.Drain("w1")); ok {
+		t.Error("drain request left after undrain")
+	}
+	recs, _ := auditRecords(t, op)
+	if rec := findAudit(t, recs, "worker.drain", "w1"); rec.User != "olga" || rec.Before.Exists || !strings.Contains(rec.After.Data, `"deadline"`) {
+		t.Errorf("drain audit record %+v", rec)
+	}
+	if rec := findAudit(t, recs, "worker.undrain", "w1"); !rec.Before.Exists || rec.After.Exists {
+		t.Errorf("undrain audit record %+v", rec)
+	}
+}
+
+// TestKilledRunShown: a run killed by a signal shows as killed with the signal on the
+// task's page and in the list, not as exit code 0; a lost run shows no exit code.
+func TestKilledRunShown(t *testing.T) {
+	f := startConsole(t)
+	tc := task.NewClient(f.session, task.DefaultLayout)
+	id, err := tc.Submit(testCtx(t), task.Spec{Command: "/bin/sleep", Args: []string{"9"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost, _ := json.Marshal(task.Attempt{N: 1, Worker: "w1", ExitCode: -1, Lost: true, Error: "worker lost"})
+	if _, err := f.conn.Create(task.DefaultLayout.Lost(id, 1), lost, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	endTask(t, f, id, task.Status{State: task.Failed, ExitCode: -1, Signal: "SIGKILL", Error: "timed out after 1s", Attempts: 2})
+	viewer := f.login(t, "vic")
+	for _, page := range []string{"/tasks/" + id, "/tasks"} {
+		r := viewer.do("GET", page, nil)
+		expect(t, r, http.StatusOK, page)
+		if !strings.Contains(r.body, "killed (SIGKILL)") {
+			t.Errorf("%s does not say killed (SIGKILL)", page)
+		}
+	}
+	r := viewer.do("GET", "/tasks/"+id, nil)
+	if !strings.Contains(r.body, "(lost)") || !strings.Contains(r.body, "<td>&mdash;</td><td>worker lost</td>") {
+		t.Errorf("the lost run's row shows an exit code:\n%s", r.body)
+	}
+}

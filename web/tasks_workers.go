@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-zookeeper/zk"
@@ -18,6 +20,10 @@ import (
 type WorkerView struct {
 	ID   string          `json:"id"`
 	Info task.WorkerInfo `json:"info"`
+	// State is what the worker says of itself (active for a worker that says nothing);
+	// Drain its drain request, if any.
+	State task.WorkerState   `json:"state"`
+	Drain *task.DrainRequest `json:"drain,omitempty"`
 	// Assigned counts /assign/<id>'s children; Running those the worker marked started.
 	Assigned int `json:"assigned"`
 	Running  int `json:"running"`
@@ -27,6 +33,9 @@ type WorkerView struct {
 type ClusterView struct {
 	Master  *task.MasterInfo `json:"master"`
 	Workers []WorkerView     `json:"workers"`
+	// DrainedAbsent lists the workers with a drain request that are not live: they
+	// start drained.
+	DrainedAbsent []string `json:"drained_absent,omitempty"`
 }
 
 // readJSON reads path's data into v, retrying across connection loss.
@@ -84,6 +93,21 @@ func (c *Console) cluster(ctx context.Context) (ClusterView, error) {
 			return v, err
 		}
 		w.Assigned = len(assigned)
+		if w.State = w.Info.State; w.State == "" {
+			w.State = task.WorkerActive
+		}
+		var req task.DrainRequest
+		switch err := c.readJSON(ctx, l.Drain(id), &req); {
+		case err == nil:
+			w.Drain = &req
+		case errors.Is(err, zk.ErrNoNode):
+		default:
+			var se *json.SyntaxError
+			if !errors.As(err, &se) {
+				return v, err
+			}
+			w.Drain = &task.DrainRequest{} // unreadable: the worker drains without a deadline
+		}
 		for _, t := range assigned {
 			var a task.Assignment
 			if c.readJSON(ctx, l.Assignment(id, t), &a) == nil && !a.Started.IsZero() {
@@ -91,6 +115,15 @@ func (c *Console) cluster(ctx context.Context) (ClusterView, error) {
 			}
 		}
 		v.Workers = append(v.Workers, w)
+	}
+	drained, err := c.childrenOf(ctx, l.Drains())
+	if err != nil {
+		return v, err
+	}
+	for _, id := range drained {
+		if !slices.ContainsFunc(v.Workers, func(w WorkerView) bool { return w.ID == id }) {
+			v.DrainedAbsent = append(v.DrainedAbsent, id)
+		}
 	}
 	return v, nil
 }
@@ -111,4 +144,86 @@ func (c *Console) workersPage(g *gin.Context) {
 		g.Request.URL.RawQuery = url.Values{"error": {msg}}.Encode()
 	}
 	c.render(g, http.StatusOK, "workers", "Workers", v)
+}
+
+// drainSnapshot is what the audit log keeps of a worker's drain request.
+func (c *Console) drainSnapshot(id string) *Snapshot {
+	data, st, err := c.conn.Get(c.taskLayout().Drain(id))
+	if err != nil {
+		return snapshotOf(nil, nil)
+	}
+	return snapshotOf(data, st)
+}
+
+// doDrain drains worker id (undrains it if drain is false), recorded in the audit log.
+// deadline, if positive, is how long what runs may go on.
+func (c *Console) doDrain(g *gin.Context, id string, drain bool, deadline time.Duration) error {
+	if err := task.CheckWorkerID(id); err != nil {
+		return badRequest("%v", err)
+	}
+	ctx := g.Request.Context()
+	before := c.drainSnapshot(id)
+	action := "worker.undrain"
+	var err error
+	if drain {
+		action = "worker.drain"
+		req := task.DrainRequest{Requested: time.Now().UTC(), By: "console:" + sessionOf(g).user}
+		if deadline > 0 {
+			req.Deadline = req.Requested.Add(deadline)
+		}
+		err = c.taskClient().Drain(ctx, id, req)
+	} else if err = c.taskClient().Undrain(ctx, id); errors.Is(err, task.ErrNotDrained) {
+		return badRequest("%s is not drained", id)
+	}
+	if err != nil {
+		return err
+	}
+	c.audit(g, AuditRecord{Action: action, Target: id, Before: before, After: c.drainSnapshot(id)})
+	return nil
+}
+
+// drainDeadline reads the optional deadline parameter: a duration such as 10m.
+func drainDeadline(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 || d > 30*24*time.Hour {
+		return 0, badRequest("deadline %q: want a duration such as 10m, up to 720h, or nothing", s)
+	}
+	return d, nil
+}
+
+func (c *Console) apiDrain(drain bool) gin.HandlerFunc {
+	return func(g *gin.Context) {
+		id := g.Param("id")
+		d, err := drainDeadline(g.Query("deadline"))
+		if err == nil {
+			err = c.doDrain(g, id, drain, d)
+		}
+		if err != nil {
+			c.serviceError(g, id, err)
+			return
+		}
+		g.JSON(http.StatusOK, gin.H{"id": id, "drained": drain})
+	}
+}
+
+func (c *Console) drainForm(drain bool) gin.HandlerFunc {
+	return func(g *gin.Context) {
+		id := g.Param("id")
+		d, err := drainDeadline(strings.TrimSpace(g.PostForm("deadline")))
+		if err == nil {
+			err = c.doDrain(g, id, drain, d)
+		}
+		if err != nil {
+			formFailed(g, "/workers", err)
+			return
+		}
+		msg := id + " drained: it takes no new tasks"
+		if !drain {
+			msg = id + " undrained: it takes tasks again"
+		}
+		redirectWith(g, "/workers", "flash", msg)
+	}
 }

@@ -44,10 +44,15 @@ type Config struct {
 	// KillGrace is how long a process group has to exit after SIGTERM before it gets
 	// SIGKILL, when a task times out, is cancelled or the worker stops; 0 kills at once.
 	KillGrace time.Duration
+	// StopGrace is how long a stopping worker (SIGTERM, or Run's context ended) lets
+	// its running tasks go on: it takes nothing new meanwhile, and when the grace is
+	// over it kills those still running and hands them back as lost runs, which do not
+	// count against their retries. 0 hands them back at once.
+	StopGrace time.Duration
 }
 
 // DefaultConfig returns the defaults: a server on 127.0.0.1:2181, a 10 s session, one
-// slot per CPU, a 5 s kill grace. ID has no default: each worker must be named.
+// slot per CPU, a 5 s kill grace, a 30 s stop grace. ID has no default: each worker must be named.
 func DefaultConfig() Config {
 	return Config{
 		Servers:        []string{"127.0.0.1:2181"},
@@ -55,6 +60,7 @@ func DefaultConfig() Config {
 		Root:           "/",
 		Capacity:       runtime.NumCPU(),
 		KillGrace:      5 * time.Second,
+		StopGrace:      30 * time.Second,
 	}
 }
 
@@ -85,6 +91,9 @@ func (c Config) Validate() error {
 	}
 	if c.KillGrace < 0 {
 		bad("kill_grace", c.KillGrace, "want 0 or more (0 kills at once)")
+	}
+	if c.StopGrace < 0 {
+		bad("stop_grace", c.StopGrace, "want 0 or more (0 hands running tasks back at once)")
 	}
 	return errors.Join(errs...)
 }

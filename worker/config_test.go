@@ -30,6 +30,7 @@ func TestConfigValidate(t *testing.T) {
 		{"label twice", func(c *Config) { c.Labels = []string{"zone=a", "zone=b"} }, `labels = "zone=b": key zone given twice`},
 		{"bad metrics addr", func(c *Config) { c.MetricsAddr = "9090" }, "metrics_addr = 9090: want host:port"},
 		{"negative grace", func(c *Config) { c.KillGrace = -time.Second }, "kill_grace = -1s: want 0 or more"},
+		{"negative stop grace", func(c *Config) { c.StopGrace = -time.Second }, "stop_grace = -1s: want 0 or more"},
 		{"NUL in output dir", func(c *Config) { c.OutputDir = "a\x00b" }, `output_dir = "a\x00b": contains a NUL byte`},
 	}
 	for _, tt := range tests {

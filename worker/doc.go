@@ -50,6 +50,19 @@
 //	cancelled                                     /tasks/<task>/status     cancelled
 //	failed, assignment.failures >= spec.retries   /tasks/<task>/status     failed
 //	failed, assignment.failures <  spec.retries   /tasks/<task>/attempt-<n> (the master retries)
+//	handed back (drain deadline, stop grace)      /tasks/<task>/lost-<n>    (handed_back; not a failure)
+//
+// A process ended by a signal is recorded with exit code -1 and the signal's name.
+//
+// # Drain and stop
+//
+// The worker watches /drain/<id>. While a drain request stands it claims nothing,
+// deletes the assignments it has not started (the master gives them to others), lets
+// its runs end, and says draining, then drained, in /workers/<id>; at the request's
+// deadline it ends what still runs and hands it back. When Run's context ends (SIGTERM)
+// it does the same, saying stopping, with stop_grace as the deadline, then removes its
+// registration. A second worker with the same id is refused once the holder has kept the
+// registration past its session timeout: see Worker.Run.
 //
 // If the master took the assignment back meanwhile, the multi fails and the run leaves
 // no trace. If the connection drops during the multi, the worker waits for it, reads
@@ -68,7 +81,7 @@
 //
 //	paddock_worker_tasks_running                    gauge: task processes running now
 //	paddock_worker_tasks_finished_total{state}      counter: recorded outcomes, state done,
-//	                                                failed, cancelled or retry
+//	                                                failed, cancelled, retry or handed_back
 //	paddock_worker_task_duration_seconds            histogram: process run times
 //	paddock_worker_capacity                         gauge: the configured capacity
 package worker

@@ -61,8 +61,8 @@ func connect(t *testing.T, addr string) *coordinator.Session {
 	return sess
 }
 
-// config returns a worker config for the cluster: capacity 1, a short kill grace,
-// output in a temp dir.
+// config returns a worker config for the cluster: capacity 1, a short kill grace, no
+// stop grace, output in a temp dir.
 func (c *cluster) config(id string) Config {
 	cfg := DefaultConfig()
 	cfg.Servers = []string{c.addr}
@@ -71,6 +71,7 @@ func (c *cluster) config(id string) Config {
 	cfg.Capacity = 1
 	cfg.OutputDir = c.t.TempDir()
 	cfg.KillGrace = 200 * time.Millisecond
+	cfg.StopGrace = 0 // a stop hands running tasks back at once
 	return cfg
 }
 

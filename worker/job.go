@@ -40,11 +40,15 @@ type outcome struct {
 	final    bool       // a failure that no retry can mend
 	notRun   bool       // cancelled before its process started: not counted as a run
 	exitCode int
-	err      string
-	tail     string
-	file     string
-	started  time.Time
-	finished time.Time
+	signal   string // the signal that killed the process, if one did
+	// handedBack: the run was ended by a drain's deadline or the end of the stop
+	// grace, to be recorded as a lost run.
+	handedBack bool
+	err        string
+	tail       string
+	file       string
+	started    time.Time
+	finished   time.Time
 
 	// While the process runs: why the worker ended it ("" if it exited by itself), and
 	// the cause if the run was abandoned.
@@ -63,6 +67,10 @@ func (l *loop) execute(j *job) *outcome {
 	}
 	cancelled, watch, ok := l.watchCancel(j.ctx, j)
 	if !ok {
+		var hb *handBack
+		if errors.As(context.Cause(j.ctx), &hb) { // before its process started
+			return &outcome{handedBack: true, notRun: true, exitCode: -1, err: hb.Error(), finished: now()}
+		}
 		return nil
 	}
 	if cancelled {
@@ -206,7 +214,15 @@ func (l *loop) exited(j *job, p *process, k *killer, o *outcome) *outcome {
 	o.tail = p.out.wait(outputDrain)
 	o.file = p.out.path
 	o.exitCode = p.cmd.ProcessState.ExitCode()
+	o.signal = signalOf(p.cmd.ProcessState)
 	elapsed := o.finished.Sub(o.started)
+	var hb *handBack
+	if errors.As(o.abandoned, &hb) {
+		o.handedBack, o.err = true, hb.Error()
+		l.logger.Info("task killed and handed back", "task", j.id, "attempt", j.a.Attempt,
+			"reason", hb.reason, "signal", o.signal, "elapsed", elapsed)
+		return o
+	}
 	if o.abandoned != nil {
 		l.logger.Info("task killed; nothing recorded", "task", j.id, "attempt", j.a.Attempt,
 			"reason", o.abandoned, "elapsed", elapsed)
@@ -222,7 +238,7 @@ func (l *loop) exited(j *job, p *process, k *killer, o *outcome) *outcome {
 	}
 	l.w.metrics.duration.Observe(elapsed.Seconds())
 	l.logger.Info("task process ended", "task", j.id, "attempt", j.a.Attempt, "state", o.state,
-		"exit_code", o.exitCode, "err", o.err, "elapsed", elapsed)
+		"exit_code", o.exitCode, "signal", o.signal, "err", o.err, "elapsed", elapsed)
 	return o
 }
 

@@ -16,11 +16,18 @@ import (
 	"github.com/paddock/paddock/task"
 )
 
-// Why a job's context is cancelled: its run is abandoned and records nothing.
+// Why a job's context is cancelled: its run is abandoned and records nothing
+// (errStopping, errSessionLost), or is handed back as a lost run (a handBack).
 var (
 	errStopping    = errors.New("worker: stopping")
 	errSessionLost = errors.New("worker: session lost")
 )
+
+// handBack is the cause of a run ended by a drain's deadline or the end of the stop
+// grace: its process is killed and the run recorded as lost, handed back.
+type handBack struct{ reason string }
+
+func (h *handBack) Error() string { return "handed back: " + h.reason }
 
 // relistPause is how long the loop waits to list the assignments again after a
 // listing failed.
@@ -35,6 +42,20 @@ type loop struct {
 	conn   *zk.Conn
 	logger *slog.Logger
 	dir    string // the worker's assignment directory
+	reg    *coordinator.Ephemeral
+	info   task.WorkerInfo // as registered; State is the state last published
+
+	// life ends when the loop gives up for good: records in flight stop waiting for the
+	// connection then.
+	life    context.Context
+	endLife context.CancelFunc
+
+	drain      *task.DrainRequest // the drain request in force, nil if none
+	drainWatch <-chan zk.Event    // fires when /drain/<id> changes
+	drainDirty bool               // /drain/<id> must be read again
+	deadline   *time.Timer        // the drain's deadline; nil if none
+	stopping   bool               // Run's context ended: stop once nothing runs
+	graceOver  <-chan time.Time   // the stop grace is over
 
 	jobs  map[string]*job  // claimed and not over, by task id
 	ended chan *job        // a job's goroutine sends its job when it is over
@@ -46,34 +67,57 @@ type loop struct {
 	wg sync.WaitGroup // the job goroutines and their helpers
 }
 
-func newLoop(w *Worker, sess *coordinator.Session) *loop {
+func newLoop(w *Worker, sess *coordinator.Session, reg *coordinator.Ephemeral, info task.WorkerInfo) *loop {
+	life, endLife := context.WithCancel(context.Background())
 	return &loop{
-		w:      w,
-		sess:   sess,
-		conn:   sess.Conn(),
-		logger: w.logger,
-		dir:    w.layout.AssignDir(w.cfg.ID),
-		jobs:   make(map[string]*job),
-		ended:  make(chan *job),
-		noted:  make(map[string]int64),
+		w:          w,
+		sess:       sess,
+		conn:       sess.Conn(),
+		logger:     w.logger,
+		dir:        w.layout.AssignDir(w.cfg.ID),
+		reg:        reg,
+		info:       info,
+		life:       life,
+		endLife:    endLife,
+		drainDirty: true,
+		jobs:       make(map[string]*job),
+		ended:      make(chan *job),
+		noted:      make(map[string]int64),
 	}
 }
 
-// run claims and starts assignments as they come and slots free, and follows the
-// session, until ctx ends (nil) or the session is closed under it.
+// run claims and starts assignments as they come and slots free, follows the session
+// and the worker's drain request; once ctx ends, it stops taking work and returns
+// (nil) when nothing runs any more, handing back what still runs when the stop grace
+// is over. It returns an error if the session is closed under it.
 func (l *loop) run(ctx context.Context) error {
 	events, unsubscribe := l.sess.Subscribe() // its first event, connected, lists
 	defer unsubscribe()
+	defer l.stopDeadline()
+	stop := ctx.Done()
 	for {
-		if l.dirty && ctx.Err() == nil {
-			l.dirty = false
-			if !l.scan(ctx) && l.retry == nil {
+		if l.drainDirty {
+			l.drainDirty = false
+			if !l.readDrain() && l.retry == nil {
 				l.retry = time.After(relistPause)
 			}
 		}
-		select {
-		case <-ctx.Done():
+		if !l.publish() && l.retry == nil {
+			l.retry = time.After(relistPause)
+		}
+		if l.dirty {
+			l.dirty = false
+			if !l.scan() && l.retry == nil {
+				l.retry = time.After(relistPause)
+			}
+		}
+		if l.stopping && len(l.jobs) == 0 {
 			return nil
+		}
+		select {
+		case <-stop:
+			stop = nil
+			l.beginStop()
 		case ev, ok := <-events:
 			if !ok || ev.State == coordinator.StateClosed {
 				return errors.New("worker: session closed while running")
@@ -81,13 +125,135 @@ func (l *loop) run(ctx context.Context) error {
 			l.onSession(ev)
 		case <-l.watch:
 			l.watch, l.dirty = nil, true
+		case <-l.drainWatch:
+			l.drainWatch, l.drainDirty = nil, true
 		case j := <-l.ended:
 			delete(l.jobs, j.id)
 			l.dirty = true
 		case <-l.retry:
-			l.retry, l.dirty = nil, true
+			l.retry, l.dirty, l.drainDirty = nil, true, l.drainWatch == nil
+		case <-l.deadlineC():
+			l.deadline = nil
+			l.handBackAll("the drain's deadline passed")
+		case <-l.graceOver:
+			l.graceOver = nil
+			l.handBackAll(fmt.Sprintf("the worker stopped and its stop grace (%v) is over", l.w.cfg.StopGrace))
 		}
 	}
+}
+
+// beginStop starts a graceful stop: nothing new is taken, and the running tasks have
+// the stop grace to end.
+func (l *loop) beginStop() {
+	l.stopping, l.dirty = true, true
+	if len(l.jobs) == 0 {
+		return
+	}
+	l.logger.Info("stopping: running tasks have the stop grace to end", "running", len(l.jobs), "stop_grace", l.w.cfg.StopGrace)
+	l.graceOver = time.After(l.w.cfg.StopGrace)
+}
+
+// handBackAll ends every running task and hands it back as a lost run.
+func (l *loop) handBackAll(reason string) {
+	if len(l.jobs) > 0 {
+		l.logger.Info("handing back running tasks", "running", len(l.jobs), "reason", reason)
+	}
+	cause := &handBack{reason: reason}
+	l.abandon(cause, func(*job) bool { return true })
+}
+
+// state is what the worker says of itself.
+func (l *loop) state() task.WorkerState {
+	switch {
+	case l.stopping:
+		return task.WorkerStopping
+	case l.drain != nil && len(l.jobs) > 0:
+		return task.WorkerDraining
+	case l.drain != nil:
+		return task.WorkerDrained
+	}
+	return task.WorkerActive
+}
+
+// taking says whether the worker takes new assignments.
+func (l *loop) taking() bool { return !l.stopping && l.drain == nil }
+
+// publish writes the worker's state into its registration when it changed; false if
+// it could not (it is tried again).
+func (l *loop) publish() bool {
+	st := l.state()
+	if st == l.info.State {
+		return true
+	}
+	info := l.info
+	info.State = st
+	data, err := json.Marshal(info)
+	if err == nil {
+		err = l.reg.Set(l.life, data)
+	}
+	if err != nil {
+		l.logger.Debug("cannot publish state", "state", st, "err", err)
+		return false
+	}
+	l.info = info
+	l.logger.Info("worker state", "state", st)
+	return true
+}
+
+// readDrain reads /drain/<id> and watches it; false if it could not.
+func (l *loop) readDrain() bool {
+	p := l.w.layout.Drain(l.w.cfg.ID)
+	data, _, watch, err := l.conn.GetW(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		var ok bool
+		ok, _, watch, err = l.conn.ExistsW(p)
+		if err == nil && ok {
+			return false // created meanwhile: read it again
+		}
+		data = nil
+	}
+	if err != nil {
+		l.logger.Debug("cannot read drain request", "path", p, "err", err)
+		return false
+	}
+	l.drainWatch = watch
+	var req *task.DrainRequest
+	if data != nil {
+		req = &task.DrainRequest{}
+		if err := json.Unmarshal(data, req); err != nil {
+			l.logger.Warn("unreadable drain request: draining without a deadline", "path", p, "err", err)
+			req = &task.DrainRequest{}
+		}
+	}
+	was := l.drain
+	l.drain = req
+	l.stopDeadline()
+	switch {
+	case req == nil && was != nil:
+		l.logger.Info("undrained: taking assignments again")
+		l.dirty = true
+	case req != nil && was == nil:
+		l.logger.Info("drained: taking no new assignments", "running", len(l.jobs), "deadline", req.Deadline)
+		l.dirty = true
+	}
+	if req != nil && !req.Deadline.IsZero() {
+		l.deadline = time.NewTimer(time.Until(req.Deadline))
+	}
+	return true
+}
+
+func (l *loop) stopDeadline() {
+	if l.deadline != nil {
+		l.deadline.Stop()
+		l.deadline = nil
+	}
+}
+
+func (l *loop) deadlineC() <-chan time.Time {
+	if l.deadline == nil {
+		return nil
+	}
+	return l.deadline.C
 }
 
 // onSession follows the session: a lost session's tasks are killed at once (they will
@@ -98,6 +264,7 @@ func (l *loop) onSession(ev coordinator.Event) {
 		if ev.NewSession {
 			l.logger.Info("new session: listing assignments again", "session_id", hexID(ev.SessionID))
 			l.abandon(errSessionLost, func(j *job) bool { return j.session != ev.SessionID })
+			l.drainWatch, l.drainDirty = nil, true // the old session's watches are gone
 		}
 		l.dirty = true
 	case coordinator.StateSuspended:
@@ -131,9 +298,10 @@ func (l *loop) stopJobs() {
 }
 
 // scan lists the assignments, re-arming the watch, and claims those this worker should
-// run, oldest first, while it has free slots. It returns false if it could not finish
-// (the connection is down, the directory is missing), for run to try again.
-func (l *loop) scan(ctx context.Context) bool {
+// run, oldest first, while it has free slots; a worker that takes no new work hands
+// back those it has not started instead. It returns false if it could not finish (the
+// connection is down, the directory is missing), for run to try again.
+func (l *loop) scan() bool {
 	names, _, watch, err := l.conn.ChildrenW(l.dir)
 	if err != nil {
 		l.listFailed(err)
@@ -147,6 +315,13 @@ func (l *loop) scan(ctx context.Context) bool {
 		}
 	}
 	for _, name := range names {
+		if _, ok := l.jobs[name]; !ok && !l.taking() {
+			if err := l.handBackUnstarted(name); err != nil {
+				l.logger.Warn("cannot hand back assignment", "task", name, "err", err)
+				return false
+			}
+			continue
+		}
 		if len(l.jobs) >= l.w.cfg.Capacity {
 			return true // the rest waits for a slot: a job's end lists again
 		}
@@ -159,7 +334,7 @@ func (l *loop) scan(ctx context.Context) bool {
 			return false
 		}
 		if j != nil {
-			l.start(ctx, j)
+			l.start(j)
 		}
 	}
 	return true
@@ -285,8 +460,34 @@ func (l *loop) note(name string, czxid int64, msg string, args ...any) {
 	l.logger.Info(msg, append([]any{"task", name}, args...)...)
 }
 
+// handBackUnstarted deletes an assignment given to this session that has not been
+// started, so that the master gives it to another worker: no run is recorded.
+func (l *loop) handBackUnstarted(name string) error {
+	if task.CheckID(name) != nil {
+		return nil
+	}
+	path := l.w.layout.Assignment(l.w.cfg.ID, name)
+	data, stat, err := l.conn.Get(path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var a task.Assignment
+	if json.Unmarshal(data, &a) != nil || a.Session != l.sess.SessionID() || !a.Started.IsZero() {
+		return nil // the master's to take back
+	}
+	err = l.conn.Delete(path, stat.Version)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
+		return err
+	}
+	l.logger.Info("handed back an assignment not started", "task", name, "state", l.state())
+	return nil
+}
+
 // start runs j in a goroutine of its own, which reports on ended when it is over.
-func (l *loop) start(ctx context.Context, j *job) {
+func (l *loop) start(j *job) {
 	l.jobs[j.id] = j
 	l.logger.Info("task claimed", "task", j.id, "attempt", j.a.Attempt)
 	l.wg.Add(1)
@@ -295,7 +496,7 @@ func (l *loop) start(ctx context.Context, j *job) {
 		defer func() { l.ended <- j }()
 		defer j.cancel(nil)
 		if o := l.execute(j); o != nil {
-			l.record(ctx, j, o)
+			l.record(l.life, j, o)
 		}
 	}()
 }

@@ -14,6 +14,8 @@ const (
 	finishedFailed    = "failed"
 	finishedCancelled = "cancelled"
 	finishedRetry     = "retry"
+	// finishedHandedBack: killed at a drain's deadline or the end of the stop grace.
+	finishedHandedBack = "handed_back"
 )
 
 // metrics are the worker's Prometheus metrics, in a registry of their own. They are
@@ -47,7 +49,7 @@ func newMetrics(capacity int) *metrics {
 			Help: "How many tasks the worker runs at once.",
 		}),
 	}
-	for _, s := range []string{finishedDone, finishedFailed, finishedCancelled, finishedRetry} {
+	for _, s := range []string{finishedDone, finishedFailed, finishedCancelled, finishedRetry, finishedHandedBack} {
 		m.finished.WithLabelValues(s) // every series from the start, at 0
 	}
 	m.capacity.Set(float64(capacity))

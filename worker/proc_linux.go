@@ -2,6 +2,7 @@ package worker
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
@@ -22,4 +23,22 @@ func signalGroup(p *os.Process, hard bool) error {
 		return err
 	}
 	return nil
+}
+
+// signalOf names the signal that ended the process ("SIGKILL"); "" if it exited.
+func signalOf(ps *os.ProcessState) string {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		if name, ok := signalNames[ws.Signal()]; ok {
+			return name
+		}
+		return fmt.Sprintf("signal %d (%v)", int(ws.Signal()), ws.Signal())
+	}
+	return ""
+}
+
+var signalNames = map[syscall.Signal]string{
+	syscall.SIGTERM: "SIGTERM", syscall.SIGKILL: "SIGKILL", syscall.SIGINT: "SIGINT",
+	syscall.SIGHUP: "SIGHUP", syscall.SIGQUIT: "SIGQUIT", syscall.SIGABRT: "SIGABRT",
+	syscall.SIGSEGV: "SIGSEGV", syscall.SIGBUS: "SIGBUS", syscall.SIGPIPE: "SIGPIPE",
+	syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2", syscall.SIGFPE: "SIGFPE",
 }

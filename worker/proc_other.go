@@ -19,3 +19,11 @@ func signalGroup(p *os.Process, hard bool) error {
 	}
 	return nil
 }
+
+// signalOf names the signal that ended the process, where the platform says.
+func signalOf(ps *os.ProcessState) string {
+	if ps != nil && !ps.Exited() {
+		return "killed"
+	}
+	return ""
+}

@@ -111,9 +111,17 @@ func (l *loop) alreadyRecorded(j *job, target string) {
 // anything else is the task's status.
 func (l *loop) result(j *job, o *outcome) (path string, data []byte, kind string, err error) {
 	id := l.w.cfg.ID
+	if o.handedBack {
+		data, err = json.Marshal(task.Attempt{
+			N: j.a.Attempt, Worker: id, ExitCode: o.exitCode, Signal: o.signal, Error: o.err,
+			OutputTail: o.tail, OutputFile: o.file, Started: o.started, Finished: o.finished,
+			Lost: true, HandedBack: true,
+		})
+		return l.w.layout.Lost(j.id, j.a.Attempt), data, finishedHandedBack, err
+	}
 	if o.state == task.Failed && !o.final && j.a.Failures < j.spec.Retries {
 		data, err = json.Marshal(task.Attempt{
-			N: j.a.Attempt, Worker: id, ExitCode: o.exitCode, Error: o.err,
+			N: j.a.Attempt, Worker: id, ExitCode: o.exitCode, Signal: o.signal, Error: o.err,
 			OutputTail: o.tail, OutputFile: o.file, Started: o.started, Finished: o.finished,
 		})
 		return l.w.layout.Attempt(j.id, j.a.Attempt), data, finishedRetry, err
@@ -123,7 +131,7 @@ func (l *loop) result(j *job, o *outcome) (path string, data []byte, kind string
 		attempts--
 	}
 	data, err = json.Marshal(task.Status{
-		State: o.state, ExitCode: o.exitCode, Error: o.err, OutputTail: o.tail, OutputFile: o.file,
+		State: o.state, ExitCode: o.exitCode, Signal: o.signal, Error: o.err, OutputTail: o.tail, OutputFile: o.file,
 		Worker: id, Attempts: attempts, Started: o.started, Finished: o.finished,
 	})
 	return l.w.layout.Status(j.id), data, string(o.state), err
@@ -133,8 +141,11 @@ func (l *loop) result(j *job, o *outcome) (path string, data []byte, kind string
 func (l *loop) recorded(j *job, o *outcome, kind string) {
 	l.w.metrics.finished.WithLabelValues(kind).Inc()
 	msg := "task ended"
-	if kind == finishedRetry {
+	switch kind {
+	case finishedRetry:
 		msg = "task run failed; it will be retried"
+	case finishedHandedBack:
+		msg = "task handed back as a lost run"
 	}
 	l.logger.Info(msg, "task", j.id, "attempt", j.a.Attempt, "state", o.state, "exit_code", o.exitCode)
 }

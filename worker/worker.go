@@ -72,12 +72,15 @@ func (w *Worker) Addr() net.Addr {
 }
 
 // Run registers the worker and runs the tasks assigned to it until ctx ends. It then
-// stops cleanly: it ends its running tasks' process groups (SIGTERM, then SIGKILL after
-// KillGrace) and records nothing for them — the master sees the worker gone and runs
-// them again elsewhere — removes /workers/<id> and closes the session. Run returns nil
-// on such a stop, and an error if the worker cannot start (the metrics address is taken,
-// the output directory cannot be made, the servers refuse the registration). It may be
-// called once.
+// stops gracefully: it says "stopping" in its registration (the master assigns it
+// nothing more), hands back assignments it has not started, and lets its running tasks
+// go on for StopGrace; those still running then have their process groups ended
+// (SIGTERM, then SIGKILL after KillGrace) and are handed back as lost runs, which do not
+// count against their retries. It then removes /workers/<id> and closes the session. A
+// drain request in /drain/<id> does the same without stopping (and with its own
+// deadline, if any). Run returns nil on such a stop, and an error if the worker cannot
+// start (the metrics address is taken, the output directory cannot be made, the servers
+// refuse the registration, another live worker holds the id). It may be called once.
 func (w *Worker) Run(ctx context.Context) error {
 	if w.ran.Swap(true) {
 		return errors.New("worker: Run called twice")
@@ -101,12 +104,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	defer sess.Close()
-	reg, err := w.register(ctx, sess)
+	reg, info, err := w.register(ctx, sess)
 	if err != nil || reg == nil {
 		return err
 	}
-	l := newLoop(w, sess)
+	l := newLoop(w, sess, reg, info)
 	err = l.run(ctx)
+	l.endLife()
 	l.stopJobs()
 	if rerr := reg.Remove(context.Background()); rerr != nil {
 		w.logger.Warn("cannot remove registration; it goes with the session", "err", rerr)
@@ -138,52 +142,113 @@ func (w *Worker) connect(ctx context.Context) (*coordinator.Session, error) {
 }
 
 // registerRetry is the pause between attempts to register while /workers/<id> belongs
-// to an earlier incarnation's session.
+// to another session.
 const registerRetry = time.Second
 
+// ErrIDTaken says another live worker holds the id.
+var ErrIDTaken = errors.New("worker: id in use by a live worker")
+
 // register makes the worker's directories and registers it in /workers/<id>, kept
-// across new sessions. If an earlier incarnation (killed without closing its session)
-// still holds the node, it waits for that session to expire. It returns nil and no
-// error if ctx ends first.
-func (w *Worker) register(ctx context.Context, sess *coordinator.Session) (*coordinator.Ephemeral, error) {
+// across new sessions. If another session holds the node it waits for it to go, for
+// at most the holder's session timeout (and a margin): a holder that died without
+// closing its session (killed, its machine lost) is gone by then; one still there is
+// alive, and register fails with ErrIDTaken naming it. It returns nil and no error if
+// ctx ends first.
+func (w *Worker) register(ctx context.Context, sess *coordinator.Session) (*coordinator.Ephemeral, task.WorkerInfo, error) {
+	host, _ := os.Hostname()
+	info := task.WorkerInfo{
+		Addr: w.cfg.Addr, Capacity: w.cfg.Capacity, Labels: w.labels, Started: time.Now().UTC(),
+		State: task.WorkerActive, Host: host, PID: os.Getpid(), SessionTimeout: task.Duration(w.cfg.SessionTimeout),
+	}
 	for _, dir := range []string{w.layout.AssignDir(w.cfg.ID), w.layout.Workers()} {
 		if err := sess.MakeDirs(ctx, dir); err != nil {
 			if ctx.Err() != nil {
-				return nil, nil
+				return nil, info, nil
 			}
-			return nil, fmt.Errorf("worker: %w", err)
+			return nil, info, fmt.Errorf("worker: %w", err)
 		}
 	}
-	data, err := json.Marshal(task.WorkerInfo{
-		Addr: w.cfg.Addr, Capacity: w.cfg.Capacity, Labels: w.labels, Started: time.Now().UTC(),
-	})
+	data, err := json.Marshal(info)
 	if err != nil {
-		return nil, fmt.Errorf("worker: registration: %w", err)
+		return nil, info, fmt.Errorf("worker: registration: %w", err)
 	}
 	path := w.layout.Worker(w.cfg.ID)
-	for waited := false; ; {
+	var h holder
+	for {
 		reg, err := sess.KeepEphemeral(ctx, path, data)
 		if err == nil {
 			w.logger.Info("registered", "path", path, "session_id", hexID(sess.SessionID()))
-			return reg, nil
+			return reg, info, nil
 		}
 		if !errors.Is(err, coordinator.ErrNodeTaken) {
 			if err := sess.WaitToRetry(ctx, err); err != nil {
 				if ctx.Err() != nil {
-					return nil, nil
+					return nil, info, nil
 				}
-				return nil, fmt.Errorf("worker: register %s: %w", path, err)
+				return nil, info, fmt.Errorf("worker: register %s: %w", path, err)
 			}
 			continue
 		}
-		if !waited {
-			w.logger.Warn("waiting for the old registration to expire", "path", path, "err", err)
-			waited = true
+		if err := h.observe(sess.Conn(), path, w.cfg.SessionTimeout); err != nil {
+			return nil, info, err
+		}
+		if h.first {
+			w.logger.Warn("waiting for the old registration to expire", "path", path, "holder", h.String(), "wait_at_most", h.limit)
 		}
 		if !pause(ctx, registerRetry) {
-			return nil, nil
+			return nil, info, nil
 		}
 	}
+}
+
+// holder follows the session that holds a worker's registration while register
+// waits for it to go.
+type holder struct {
+	session int64
+	info    task.WorkerInfo
+	since   time.Time     // when this session was first seen holding it
+	limit   time.Duration // how long it may hold it before it is taken as alive
+	first   bool          // the last observe saw this session for the first time
+}
+
+// observe reads the registration; it returns ErrIDTaken, naming the holder, once one
+// session has held it longer than its session timeout (from its data; own if it gives
+// none) and a margin.
+func (h *holder) observe(conn *zk.Conn, path string, own time.Duration) error {
+	data, st, err := conn.Get(path)
+	h.first = false
+	if err != nil {
+		return nil // gone meanwhile, or unreadable for now: try again
+	}
+	if st.EphemeralOwner != h.session || h.since.IsZero() {
+		h.session, h.since, h.first = st.EphemeralOwner, time.Now(), true
+		h.info = task.WorkerInfo{}
+		json.Unmarshal(data, &h.info) // a registration of an unknown form names less
+		h.limit = time.Duration(h.info.SessionTimeout)
+		if h.limit <= 0 || h.limit > 10*time.Minute {
+			h.limit = own
+		}
+		h.limit += h.limit/2 + 2*registerRetry
+	}
+	if time.Since(h.since) > h.limit {
+		return fmt.Errorf("%w: %s is held by %s for longer than its session timeout; stop that worker or start this one with another id",
+			ErrIDTaken, path, h)
+	}
+	return nil
+}
+
+func (h *holder) String() string {
+	s := "session " + hexID(h.session)
+	if h.info.Host != "" {
+		s += fmt.Sprintf(", host %s", h.info.Host)
+	}
+	if h.info.PID != 0 {
+		s += fmt.Sprintf(", pid %d", h.info.PID)
+	}
+	if !h.info.Started.IsZero() {
+		s += ", started " + h.info.Started.Format(time.RFC3339)
+	}
+	return s
 }
 
 // pause waits for d; false if ctx ends first.

@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -291,7 +293,9 @@ func TestCommandThatCannotStart(t *testing.T) {
 	}
 }
 
-func TestStopKillsTasksAndRecordsNothing(t *testing.T) {
+// TestStopHandsBackRunningTasks: with no stop grace, a stopping worker kills its
+// running task and records it as a lost run handed back, killed by SIGTERM.
+func TestStopHandsBackRunningTasks(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
 	r := c.start(c.config("w1"))
@@ -305,11 +309,146 @@ func TestStopKillsTasksAndRecordsNothing(t *testing.T) {
 	if c.exists(c.layout.Worker("w1")) {
 		t.Error("registration still there")
 	}
-	if kids := c.children(id); len(kids) != 0 {
-		t.Errorf("stop recorded %v", kids)
+	var lost task.Attempt
+	if !c.read(c.layout.Lost(id, 1), &lost) {
+		t.Fatalf("no lost run recorded: children %v", c.children(id))
 	}
-	if !c.exists(c.layout.Assignment("w1", id)) {
-		t.Error("stop deleted the assignment: the master would not know to run it again")
+	if !lost.Lost || !lost.HandedBack || lost.Signal != "SIGTERM" || lost.ExitCode != -1 || lost.Worker != "w1" {
+		t.Errorf("lost run %+v: want lost, handed back by w1, killed by SIGTERM, exit code -1", lost)
+	}
+	if c.exists(c.layout.Assignment("w1", id)) {
+		t.Error("the assignment of the handed back run is still there")
+	}
+	if c.exists(c.layout.Status(id)) {
+		t.Error("a handed back run ended the task")
+	}
+}
+
+// TestStopGraceLetsTasksFinish: a stopping worker lets a running task end within its
+// stop grace, records it done, and takes nothing new meanwhile.
+func TestStopGraceLetsTasksFinish(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	cfg := c.config("w1")
+	cfg.StopGrace = 30 * time.Second
+	cfg.Capacity = 2
+	r := c.start(cfg)
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "gate")
+	id := c.runTask("w1", shell(`touch "$D/started"; while [ ! -e "$D/gate" ]; do sleep 0.05; done; echo finished`, "D="+dir))
+	testutil.Eventually(t, waitLong, poll, func() bool {
+		_, err := os.Stat(filepath.Join(dir, "started"))
+		return err == nil
+	}, "task never started")
+	session := c.session("w1")
+	stopped := make(chan error, 1)
+	go func() { stopped <- r.stop() }()
+	testutil.Eventually(t, waitLong, poll, func() bool {
+		var info task.WorkerInfo
+		return c.read(c.layout.Worker("w1"), &info) && info.State == task.WorkerStopping
+	}, "the worker never said it was stopping")
+	late := c.submit(shell("true"))
+	c.assign("w1", late, task.Assignment{Session: session})
+	testutil.Eventually(t, waitLong, poll, func() bool { return !c.exists(c.layout.Assignment("w1", late)) },
+		"the assignment given while stopping was not handed back")
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if st := c.status(id); st.State != task.Done || !strings.Contains(st.OutputTail, "finished") {
+		t.Errorf("status %+v: want done with its output", st)
+	}
+	if c.exists(c.layout.Status(late)) {
+		t.Errorf("the task given while stopping was run: children %v", c.children(late))
+	}
+}
+
+// TestDrain: a drained worker finishes what runs, hands back what it is given, says
+// drained; at its deadline it hands back what still runs; undrained, it works again.
+func TestDrain(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	cfg := c.config("w1")
+	cfg.Capacity = 2
+	c.start(cfg)
+	session := c.session("w1")
+	state := func() task.WorkerState {
+		var info task.WorkerInfo
+		c.read(c.layout.Worker("w1"), &info)
+		return info.State
+	}
+	dir := t.TempDir()
+	running := c.runTask("w1", sleeper(dir))
+	pid := readPID(t, filepath.Join(dir, "pid"))
+	if err := c.client.Drain(ctxT(t), "w1", task.DrainRequest{By: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, waitLong, poll, func() bool { return state() == task.WorkerDraining }, "never draining: %s", state())
+	late := c.submit(shell("true"))
+	c.assign("w1", late, task.Assignment{Session: session})
+	testutil.Eventually(t, waitLong, poll, func() bool { return !c.exists(c.layout.Assignment("w1", late)) },
+		"the assignment given while drained was not handed back")
+	if c.exists(c.layout.Status(late)) {
+		t.Error("a drained worker ran a new task")
+	}
+	if processGone(pid) {
+		t.Error("draining killed the running task")
+	}
+
+	// A deadline hands the running task back.
+	if err := c.client.Drain(ctxT(t), "w1", task.DrainRequest{Deadline: time.Now().Add(200 * time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid)
+	var lost task.Attempt
+	testutil.Eventually(t, waitLong, poll, func() bool { return c.read(c.layout.Lost(running, 1), &lost) }, "no lost run")
+	if !lost.HandedBack || lost.Signal == "" {
+		t.Errorf("lost run %+v: want handed back with the signal", lost)
+	}
+	testutil.Eventually(t, waitLong, poll, func() bool { return state() == task.WorkerDrained }, "never drained: %s", state())
+
+	if err := c.client.Undrain(ctxT(t), "w1"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, waitLong, poll, func() bool { return state() == task.WorkerActive }, "never active again: %s", state())
+	if st := c.status(c.runTask("w1", shell("true"))); st.State != task.Done {
+		t.Errorf("after undrain: %+v", st)
+	}
+	if err := c.client.Undrain(ctxT(t), "w1"); !errors.Is(err, task.ErrNotDrained) {
+		t.Errorf("second undrain = %v, want ErrNotDrained", err)
+	}
+}
+
+// TestKilledRunRecordsSignal: a task whose process is killed by a signal is recorded
+// with it, not with exit code 0.
+func TestKilledRunRecordsSignal(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	c.start(c.config("w1"))
+	st := c.status(c.runTask("w1", shell(`kill -KILL $$`)))
+	if st.State != task.Failed || st.Signal != "SIGKILL" || st.ExitCode != -1 {
+		t.Errorf("status %+v: want failed, killed by SIGKILL, exit code -1", st)
+	}
+}
+
+// TestDuplicateIDRefused: a worker whose id a live worker holds is refused, within
+// the holder's session timeout and a margin, with an error naming the holder.
+func TestDuplicateIDRefused(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	c.start(c.config("w1"))
+	holder := c.session("w1")
+	w, err := New(c.config("w1"), testutil.TestLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = w.Run(ctxT(t))
+	host, _ := os.Hostname()
+	if !errors.Is(err, ErrIDTaken) || !strings.Contains(err.Error(), fmt.Sprintf("session 0x%x", holder)) ||
+		!strings.Contains(err.Error(), "host "+host) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Errorf("second worker's Run = %v; want ErrIDTaken naming session 0x%x, host %s, pid %d", err, holder, host, os.Getpid())
 	}
 }
 

@@ -41,6 +41,22 @@ func (s *serviceCLI) setup(cmd *cobra.Command, rootHelp, timeoutFlag, missing st
 	return cmd
 }
 
+// addFlags gives cmd, a subcommand of a command that has flags of its own under the
+// same names (paddock worker drain), the connection flags setup gives as persistent
+// flags, and its usage errors.
+func (s *serviceCLI) addFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&s.servers, "zk", "127.0.0.1:2181", "`host:port`[,host:port...] of the coordination servers")
+	f.StringVar(&s.root, "root", "/", "`path` the cluster's nodes live under")
+	addAccessFlags(f, &s.access)
+	s.aclRoot = &s.root
+	f.DurationVar(&s.timeout, "timeout-connect", 10*time.Second, "bound on connecting and on each operation")
+	s.sessionTimeout = 15 * time.Second
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return s.finish(c, &exitError{code: 2, err: err, usage: true})
+	})
+}
+
 // addAccessFlags adds the flags of a: how a CLI authenticates and which ACLs the nodes
 // it creates get (the keys of coordinator.Access, as flags).
 func addAccessFlags(pf *pflag.FlagSet, a *coordinator.Access) {

@@ -122,7 +122,10 @@ func (t *taskCLI) listCmd() *cobra.Command {
 		fmt.Fprintln(w, "ID\tSTATE\tWORKER\tEXIT\tCOMMAND")
 		for _, tk := range tasks {
 			exit := ""
-			if tk.Status != nil && tk.State != task.Cancelled {
+			switch {
+			case tk.Status != nil && tk.Status.Signal != "":
+				exit = "killed (" + tk.Status.Signal + ")"
+			case tk.Status != nil && tk.State != task.Cancelled:
 				exit = fmt.Sprint(tk.Status.ExitCode)
 			}
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", tk.ID, tk.State, tk.Worker, exit,
@@ -152,6 +155,8 @@ func (t *taskCLI) waitCmd() *cobra.Command {
 			return nil
 		case st.ExitCode > 0 && st.ExitCode < 256 && tk.State == task.Failed:
 			return &exitError{code: st.ExitCode, err: fmt.Errorf("%s failed: exit code %d", tk.ID, st.ExitCode)}
+		case st.Signal != "":
+			return &exitError{code: 1, err: fmt.Errorf("%s %s: killed by %s: %s", tk.ID, tk.State, st.Signal, st.Error)}
 		default:
 			return &exitError{code: 1, err: fmt.Errorf("%s %s: %s", tk.ID, tk.State, st.Error)}
 		}

@@ -81,10 +81,11 @@ func (c *cluster) startMaster(id string) *testutil.Child {
 	return p
 }
 
-func (c *cluster) startWorker(id string, capacity int) *testutil.Child {
+// startWorker starts worker id; extra are more flags.
+func (c *cluster) startWorker(id string, capacity int, extra ...string) *testutil.Child {
 	c.t.Helper()
-	p := c.start("worker-"+id, "worker", "--id", id, "--capacity", strconv.Itoa(capacity),
-		"--output-dir", filepath.Join(c.dir, "output-"+id), "--kill-grace", "1s")
+	p := c.start("worker-"+id, append([]string{"worker", "--id", id, "--capacity", strconv.Itoa(capacity),
+		"--output-dir", filepath.Join(c.dir, "output-"+id), "--kill-grace", "1s"}, extra...)...)
 	c.workers[id] = p
 	return p
 }

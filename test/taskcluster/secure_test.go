@@ -2,9 +2,11 @@ package taskcluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -137,6 +139,7 @@ func upAttacks(t *testing.T, addr, dataDir string, up *testutil.Child) {
 	if err := admin.Conn().Delete(entry, -1); err != nil {
 		t.Errorf("admin (the superuser) delete of %s: %v", entry, err)
 	}
+	upDrain(t, up, l, console, worker, sub, admin, addr, dataDir)
 	// The credentials are the owner's only.
 	for _, role := range coordinator.KnownRoles {
 		fi, err := os.Stat(filepath.Join(dataDir, "credentials", role))
@@ -223,4 +226,43 @@ func TestUpMigratesOpenACLs(t *testing.T) {
 	if err := up.Stop(20 * time.Second); err != nil {
 		t.Fatalf("paddock up after SIGTERM: %v\n%s", err, up.LogTail(20))
 	}
+}
+
+// upDrain: under role ACLs the console drains a worker of paddock up, which reads the
+// request and says drained; neither a worker's nor a submitter's identity can write or
+// withdraw a drain request; the admin's CLI can.
+func upDrain(t *testing.T, up *testutil.Child, l task.Layout, console, worker, sub, admin *coordinator.Session, addr, dataDir string) {
+	t.Helper()
+	const id = "up-worker-1"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := task.NewClient(console, l).Drain(ctx, id, task.DrainRequest{By: "test"}); err != nil {
+		t.Fatalf("console's drain of %s: %v", id, err)
+	}
+	state := func() task.WorkerState {
+		var info task.WorkerInfo
+		data, _, err := admin.Conn().Get(l.Worker(id))
+		if err != nil || json.Unmarshal(data, &info) != nil {
+			return ""
+		}
+		return info.State
+	}
+	testutil.Eventually(t, 20*time.Second, 20*time.Millisecond, func() bool { return state() == task.WorkerDrained },
+		"%s never said drained (is %q):\n%s", id, state(), up.LogTail(20))
+	for name, s := range map[string]*coordinator.Session{"worker": worker, "submitter": sub} {
+		if err := s.Conn().Delete(l.Drain(id), -1); !errors.Is(err, zk.ErrNoAuth) {
+			t.Errorf("%s's delete of %s: %v, want %v", name, l.Drain(id), err, zk.ErrNoAuth)
+		}
+		if _, err := s.Conn().Create(l.Drain("up-worker-2"), nil, 0, s.ACLFor(l.Drain("up-worker-2"))); !errors.Is(err, zk.ErrNoAuth) {
+			t.Errorf("%s's create of a drain request: %v, want %v", name, err, zk.ErrNoAuth)
+		}
+	}
+	creds := filepath.Join(dataDir, "credentials")
+	cmd := exec.Command(paddock.Path(t), "worker", "undrain", "--zk", addr, "--auth-file", filepath.Join(creds, "admin"),
+		"--roles-file", filepath.Join(creds, "roles"), id)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("paddock worker undrain as admin: %v\n%s", err, out)
+	}
+	testutil.Eventually(t, 20*time.Second, 20*time.Millisecond, func() bool { return state() == task.WorkerActive },
+		"%s never active again (is %q)", id, state())
 }
