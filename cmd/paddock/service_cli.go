@@ -28,7 +28,7 @@ func (s *serviceCLI) setup(cmd *cobra.Command, rootHelp, timeoutFlag, missing st
 		return s.finish(c, usageError("missing command: %s", missing))
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&s.servers, "zk", "127.0.0.1:2181", "`host:port`[,host:port...] of the coordination servers")
+	pf.StringVar(&s.servers, "zk", "127.0.0.1:2181", serversHelp)
 	pf.StringVar(&s.root, "root", "/", rootHelp)
 	addAccessFlags(pf, &s.access)
 	s.aclRoot = &s.root
@@ -39,6 +39,17 @@ func (s *serviceCLI) setup(cmd *cobra.Command, rootHelp, timeoutFlag, missing st
 	})
 	cmd.AddCommand(subs...)
 	return cmd
+}
+
+// serversHelp is the help of --zk, the one name every command gives the server list.
+const serversHelp = "`host:port`[,host:port...] of the coordination servers"
+
+// addServersFlag adds paddock zk's --zk, and --server, its name before --zk was every
+// command's: hidden, and still accepted so that scripts keep working.
+func addServersFlag(pf *pflag.FlagSet, servers *string) {
+	pf.StringVar(servers, "zk", "127.0.0.1:2181", serversHelp)
+	pf.StringVar(servers, "server", "127.0.0.1:2181", "the old name of --zk")
+	_ = pf.MarkHidden("server") // only fails for a flag that does not exist
 }
 
 // addAccessFlags adds the flags of a: how a CLI authenticates and which ACLs the nodes
