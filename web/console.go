@@ -74,7 +74,7 @@ func New(cfg Config, s *coordinator.Session, logger *slog.Logger) (*Console, err
 	if cfg.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
 		if err != nil {
-			return nil, fmt.Errorf("web: tls_cert = %s, tls_key = %s: %w", cfg.TLSCert, cfg.TLSKey, err)
+			return nil, fmt.Errorf("web: https_cert = %s, https_key = %s: %w", cfg.TLSCert, cfg.TLSKey, err)
 		}
 		c.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
@@ -106,7 +106,7 @@ func (c *Console) Listen() error {
 	}
 	if c.tls == nil && !isLoopback(ln.Addr()) {
 		c.logger.Warn("web console serves plain HTTP on a non-loopback address: passwords and session cookies "+
-			"cross the network in the clear; set tls_cert and tls_key, or listen on 127.0.0.1 behind an HTTPS proxy",
+			"cross the network in the clear; set https_cert and https_key, or listen on 127.0.0.1 behind an HTTPS proxy",
 			"addr", ln.Addr().String())
 	}
 	if c.tls != nil {
