@@ -3,7 +3,7 @@
 GO       ?= go
 BIN      := bin/paddock
 DATA_DIR ?= ./data
-# paddock up's ports under `make run` (README: "The ports"), e.g. make run CLIENT_PORT=2281.
+# paddock up's ports under `make run` (the table in README.md), e.g. make run CLIENT_PORT=2281.
 CLIENT_PORT  ?= 2181
 CLIENT_ADDR  ?= 127.0.0.1:$(CLIENT_PORT)
 ADMIN_ADDR   ?= 127.0.0.1:8081
