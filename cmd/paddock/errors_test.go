@@ -17,6 +17,10 @@ func TestServiceErrorsSayItOnce(t *testing.T) {
 		{[]string{"task", "--zk", addr, "get", "bogus"}, 1, "paddock task: id \"bogus\": want task- and 10 digits, such as task-0000000042\n"},
 		{[]string{"replicator", "task", "--zk", addr, "get", "orders"}, 1, "paddock replicator task: no such task: orders\n"},
 		{[]string{"logcollector", "source", "--zk", addr, "rm", "web"}, 1, "paddock logcollector source: no such source: web\n"},
+		{[]string{"replicator", "task", "--zk", addr, "get", "bad/name"}, 1,
+			"paddock replicator task: task name \"bad/name\": want 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit\n"},
+		{[]string{"logcollector", "source", "--zk", addr, "add", "bad/id", "--host", "h", "--path", "/var/log/x.log"}, 1,
+			"paddock logcollector source: source id \"bad/id\": want 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit\n"},
 		{[]string{"zk", "--zk", addr, "get", "/missing"}, 1, "paddock zk: node does not exist: /missing\n"},
 	}
 	for _, tt := range tests {
