@@ -6,6 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/paddock/paddock/configs"
+	"github.com/paddock/paddock/web"
 )
 
 // TestServerListFlagIsZK: every command that connects to the coordination servers
@@ -61,5 +64,27 @@ func TestZKServerAlias(t *testing.T) {
 	// A bad list is named by the flag the user is told about.
 	if code, _, stderr := run(t, "zk", "--zk", addr, "--session-timeout", "-1s", "get", "/"); code != 2 || !strings.Contains(stderr, "--zk ") {
 		t.Errorf("bad session timeout: exit %d, stderr %q; want 2 and --zk named", code, stderr)
+	}
+}
+
+// TestWebHTTPSFlags: --https-cert and --https-key set the console's HTTPS files and not
+// the client certificate it connects to the servers with (--tls-cert, --tls-key).
+func TestWebHTTPSFlags(t *testing.T) {
+	hash, err := web.HashPassword("pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := newWebCmd()
+	if err := cmd.ParseFlags([]string{"--https-cert", "console.pem", "--https-key", "console-key.pem"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PADDOCK_WEB_USERS", "admin:admin:"+hash)
+	cfg, err := configs.LoadWeb(configs.Options{Flags: cmd.Flags()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.TLSCert != "console.pem" || cfg.TLSKey != "console-key.pem" || cfg.Access.TLSCert != "" || cfg.Access.TLSKey != "" {
+		t.Errorf("https files %q %q, client certificate %q %q; want the flags' files for HTTPS only",
+			cfg.TLSCert, cfg.TLSKey, cfg.Access.TLSCert, cfg.Access.TLSKey)
 	}
 }
