@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -101,8 +102,11 @@ func (c *Console) Listen() error {
 		return nil
 	}
 	ln, err := net.Listen("tcp", c.cfg.Listen)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("web: listen = %s: the address is in use by another process: %w", c.cfg.Listen, syscall.EADDRINUSE)
+	}
 	if err != nil {
-		return fmt.Errorf("web: listen on %s: %w", c.cfg.Listen, err)
+		return fmt.Errorf("web: listen = %s: %w", c.cfg.Listen, err)
 	}
 	if c.tls == nil && !isLoopback(ln.Addr()) {
 		c.logger.Warn("web console serves plain HTTP on a non-loopback address: passwords and session cookies "+

@@ -153,7 +153,7 @@ func runUp(cmd *cobra.Command, _ []string) error {
 	for _, s := range services {
 		wg.Go(func() {
 			if err := s.Run(ctx); err != nil {
-				errs <- fmt.Errorf("%s: %w", s.name, err)
+				errs <- prefixed(s.name, err)
 				cancel()
 			}
 		})
@@ -192,6 +192,16 @@ func loadUpServer(cmd *cobra.Command) (server.Config, error) {
 		cfg.ClientAddr = fmt.Sprintf("127.0.0.1:%d", port)
 	}
 	return cfg, nil
+}
+
+// prefixed returns err after name, unless err already begins with it (the master's
+// and the console's errors say "master:" and "web:"; a worker's say "worker:" and not
+// which one).
+func prefixed(name string, err error) error {
+	if strings.HasPrefix(err.Error(), name+": ") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 // upService is a service run by paddock up.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/paddock/paddock/coordinator"
+	"github.com/paddock/paddock/internal/testutil"
 )
 
 // TestUpListensOnLoopback: paddock up's client port is on 127.0.0.1 unless an address
@@ -152,5 +155,54 @@ func TestMakeRunPorts(t *testing.T) {
 		upConsoleListen(cmd.Flags()) != "127.0.0.1:3998" || metrics != 3996 {
 		t.Errorf("make run gives client %s, admin %s, console %s, metrics %d",
 			cfg.ClientAddr, cfg.AdminAddr, upConsoleListen(cmd.Flags()), metrics)
+	}
+}
+
+// TestUpPortInUse: paddock up, one of its ports held by another process, stops and
+// says which address, by its key, once (issue 18: four failed starts to find them).
+func TestUpPortInUse(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { held.Close() })
+	addr := held.Addr().String()
+	port := held.Addr().(*net.TCPAddr).Port
+	free := func() string {
+		p, err := testutil.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(p)
+	}
+	tests := []struct {
+		name string
+		flag []string
+		want string
+	}{
+		{"client", []string{"--client-addr", addr},
+			"paddock: server: client_addr " + addr + ": the address is in use by another process (another paddock or ZooKeeper?): address already in use\n"},
+		{"admin", []string{"--admin-addr", addr},
+			"paddock: server: admin_addr " + addr + ": the address is in use by another process (another paddock or ZooKeeper?): address already in use\n"},
+		{"console", []string{"--console-addr", addr},
+			"paddock: web: listen = " + addr + ": the address is in use by another process: address already in use\n"},
+		{"metrics", []string{"--metrics-port", fmt.Sprint(port)},
+			"paddock: master: metrics_addr = " + addr + ": the address is in use by another process: address already in use\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := []string{"up", "--data-dir", t.TempDir(), "--workers", "1", "--log-level", "error",
+				"--client-addr", "127.0.0.1:" + free(), "--admin-addr", "127.0.0.1:" + free(),
+				"--console-addr", "127.0.0.1:" + free(), "--metrics-port", "0"}
+			code, _, stderr := run(t, append(args, tt.flag...)...)
+			lines := strings.SplitAfter(stderr, "\n")
+			last := lines[len(lines)-1]
+			if last == "" && len(lines) > 1 {
+				last = lines[len(lines)-2]
+			}
+			if code != 1 || last != tt.want {
+				t.Errorf("exit %d, last line %q; want 1, %q\nstderr:\n%s", code, last, tt.want, stderr)
+			}
+		})
 	}
 }
