@@ -3,6 +3,12 @@
 GO       ?= go
 BIN      := bin/paddock
 DATA_DIR ?= ./data
+# paddock up's ports under `make run` (the table in README.md), e.g. make run CLIENT_PORT=2281.
+CLIENT_PORT  ?= 2181
+CLIENT_ADDR  ?= 127.0.0.1:$(CLIENT_PORT)
+ADMIN_ADDR   ?= 127.0.0.1:8081
+CONSOLE_ADDR ?= 127.0.0.1:8080
+METRICS_PORT ?= 8091
 # QUICK=1 makes `make bench` compare the servers in a short pass.
 QUICK    ?=
 # The fuzz targets `make fuzz` runs, as package:Target, each for FUZZTIME.
@@ -22,11 +28,13 @@ FUZZ_TARGETS := \
 .PHONY: run build test deps check vet fmt-check bench bench-micro bench-compare bench-ensemble fuzz lint clean
 
 ## run: build paddock and run the whole platform on the embedded default (paddock up:
-## a standalone server with data under ./data, clients on 127.0.0.1:2181, a master and
-## two workers of the task-scheduling cluster, a log collector of the platform's own log,
-## the web console on 127.0.0.1:8080).
+## a standalone server with data under DATA_DIR, clients on CLIENT_ADDR, the admin
+## HTTP server on ADMIN_ADDR, a master and two workers of the task-scheduling cluster
+## with /metrics from METRICS_PORT on, a log collector of the platform's own log, the
+## web console on CONSOLE_ADDR).
 run: build
-	./$(BIN) up --data-dir $(DATA_DIR)
+	./$(BIN) up --data-dir $(DATA_DIR) --client-addr $(CLIENT_ADDR) --admin-addr '$(ADMIN_ADDR)' \
+		--console-addr $(CONSOLE_ADDR) --metrics-port $(METRICS_PORT)
 
 build:
 	$(GO) build -o $(BIN) ./cmd/paddock

@@ -14,11 +14,14 @@ import (
 	"github.com/paddock/paddock/coordinator"
 )
 
+// The admin's errors say the step and the source once and leave the package's name to
+// whoever prints them (paddock logcollector source prefixes its own): these sentinels
+// carry no "logcollector:" prefix.
 var (
 	// ErrNoSource says there is no source of that id.
-	ErrNoSource = errors.New("logcollector: no such source")
+	ErrNoSource = errors.New("no such source")
 	// ErrSourceExists says a source of that id exists already.
-	ErrSourceExists = errors.New("logcollector: source exists")
+	ErrSourceExists = errors.New("source exists")
 )
 
 // Admin adds, removes and lists log sources. It is safe for concurrent use.
@@ -48,13 +51,13 @@ func (a *Admin) AddSource(ctx context.Context, id, host, path string) error {
 		return err
 	}
 	if strings.TrimSpace(host) == "" {
-		return errors.New("logcollector: source host: empty")
+		return errors.New("source host: empty")
 	}
 	if !strings.HasPrefix(path, "/") {
-		return fmt.Errorf("logcollector: source path %q: want an absolute path or glob", path)
+		return fmt.Errorf("source path %q: want an absolute path or glob", path)
 	}
 	if _, err := globValid(path); err != nil {
-		return fmt.Errorf("logcollector: source path %q: %w", path, err)
+		return fmt.Errorf("source path %q: %w", path, err)
 	}
 	if err := a.s.MakeDirs(ctx, a.l.Sources()); err != nil {
 		return err
@@ -69,7 +72,7 @@ func (a *Admin) AddSource(ctx context.Context, id, host, path string) error {
 			return fmt.Errorf("%w: %s", ErrSourceExists, id)
 		}
 		if err := a.s.WaitToRetry(ctx, err); err != nil {
-			return fmt.Errorf("logcollector: add source %s: %w", id, err)
+			return fmt.Errorf("add source %s: %w", id, err)
 		}
 	}
 }
@@ -85,7 +88,7 @@ func (a *Admin) RemoveSource(ctx context.Context, id string) error {
 			return fmt.Errorf("%w: %s", ErrNoSource, id)
 		}
 		if err := a.s.WaitToRetry(ctx, err); err != nil {
-			return fmt.Errorf("logcollector: remove source %s: %w", id, err)
+			return fmt.Errorf("remove source %s: %w", id, err)
 		}
 	}
 }

@@ -120,7 +120,7 @@ var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 // CheckID reports whether id can name a source or a collector.
 func CheckID(kind, id string) error {
 	if !idPattern.MatchString(id) {
-		return fmt.Errorf("logcollector: %s id %q: want 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit", kind, id)
+		return fmt.Errorf("%s id %q: want 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit", kind, id)
 	}
 	return nil
 }

@@ -39,7 +39,7 @@ func New(cfg Config, logger *slog.Logger) (*Master, error) {
 	if cfg.MetricsAddr != "" {
 		ms, err := metricsserver.Listen(cfg.MetricsAddr, m.metrics.reg)
 		if err != nil {
-			return nil, fmt.Errorf("master: metrics_addr: %w", err)
+			return nil, fmt.Errorf("master: metrics_addr = %s: %w", cfg.MetricsAddr, err)
 		}
 		m.metricsSrv = ms
 	}

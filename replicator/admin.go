@@ -14,13 +14,16 @@ import (
 	"github.com/paddock/paddock/replicator/apply"
 )
 
+// The admin's errors say the step and the task once and leave the package's name to
+// whoever prints them (paddock replicator task prefixes its own): these sentinels carry
+// no "replicator:" prefix.
 var (
 	// ErrNoTask says there is no task of that name.
-	ErrNoTask = errors.New("replicator: no such task")
+	ErrNoTask = errors.New("no such task")
 	// ErrTaskExists says a task of that name exists already.
-	ErrTaskExists = errors.New("replicator: task exists")
+	ErrTaskExists = errors.New("task exists")
 	// ErrEnabled says the task must be disabled first (to delete it).
-	ErrEnabled = errors.New("replicator: task is enabled: disable it first")
+	ErrEnabled = errors.New("task is enabled: disable it first")
 	// ErrSameServer says a task's source and target are one server (apply.SameServer).
 	ErrSameServer = apply.ErrSameServer
 )
@@ -69,7 +72,7 @@ func (a *Admin) Create(ctx context.Context, name string, d TaskDef) error {
 		return fmt.Errorf("replicator: create %s: %w", name, err)
 	}
 	if err := a.s.MakeDirs(ctx, a.l.Tasks()); err != nil {
-		return fmt.Errorf("replicator: create %s: %w", name, err)
+		return fmt.Errorf("create %s: %w", name, err)
 	}
 	conn := a.s.Conn()
 	ops := []any{
@@ -90,7 +93,7 @@ func (a *Admin) Create(ctx context.Context, name string, d TaskDef) error {
 			}
 		}
 		if err := a.s.WaitToRetry(ctx, err); err != nil {
-			return fmt.Errorf("replicator: create %s: %w", name, err)
+			return fmt.Errorf("create %s: %w", name, err)
 		}
 	}
 }
@@ -132,7 +135,7 @@ func (a *Admin) Update(ctx context.Context, name string, change func(*TaskDef) e
 			}
 		}
 		if err := a.s.WaitToRetry(ctx, err); err != nil {
-			return TaskDef{}, fmt.Errorf("replicator: update %s: %w", name, err)
+			return TaskDef{}, fmt.Errorf("update %s: %w", name, err)
 		}
 	}
 }
@@ -165,7 +168,7 @@ func (a *Admin) Delete(ctx context.Context, name string) error {
 	}
 	ops = append(ops, &zk.DeleteRequest{Path: a.l.Task(name), Version: -1})
 	if err := multiErr(conn.Multi(ops...)); err != nil {
-		return fmt.Errorf("replicator: delete %s: %w (try again)", name, err)
+		return fmt.Errorf("delete %s: %w (try again)", name, err)
 	}
 	return nil
 }

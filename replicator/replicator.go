@@ -42,7 +42,7 @@ func New(cfg Config, logger *slog.Logger) (*Replicator, error) {
 	if cfg.MetricsAddr != "" {
 		ms, err := metricsserver.Listen(cfg.MetricsAddr, r.metrics.reg)
 		if err != nil {
-			return nil, fmt.Errorf("replicator: metrics_addr: %w", err)
+			return nil, fmt.Errorf("replicator: metrics_addr = %s: %w", cfg.MetricsAddr, err)
 		}
 		r.metricsSrv = ms
 	}

@@ -38,7 +38,7 @@ var taskNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 // CheckTaskName reports whether name can name a task.
 func CheckTaskName(name string) error {
 	if !taskNamePattern.MatchString(name) {
-		return fmt.Errorf("replicator: task name %q: want 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+		return fmt.Errorf("task name %q: want 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
 	}
 	return nil
 }

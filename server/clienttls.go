@@ -101,8 +101,8 @@ func (c *Config) clientTLS() (*tls.Config, error) {
 func (s *Server) listen() error {
 	var err error
 	if s.cfg.ClientAddr != "" {
-		if s.ln, err = net.Listen("tcp", s.cfg.ClientAddr); err != nil {
-			return fmt.Errorf("server: listen on client_addr: %w", err)
+		if s.ln, err = listenTCP("client_addr", s.cfg.ClientAddr); err != nil {
+			return err
 		}
 		if ip := s.ln.Addr().(*net.TCPAddr).IP; !ip.IsLoopback() {
 			s.logger.Warn("plain client port on a non-loopback address: other hosts can connect "+
@@ -116,8 +116,8 @@ func (s *Server) listen() error {
 	if s.tlsConf, err = s.cfg.clientTLS(); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
-	if s.secureLn, err = net.Listen("tcp", s.cfg.SecureClientAddr); err != nil {
-		return fmt.Errorf("server: listen on secure_client_addr: %w", err)
+	if s.secureLn, err = listenTCP("secure_client_addr", s.cfg.SecureClientAddr); err != nil {
+		return err
 	}
 	return nil
 }

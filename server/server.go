@@ -266,8 +266,8 @@ func (s *Server) startAdmin() error {
 	if s.cfg.AdminAddr == "" {
 		return nil
 	}
-	if s.adminLn, err = net.Listen("tcp", s.cfg.AdminAddr); err != nil {
-		return fmt.Errorf("server: listen on admin_addr: %w", err)
+	if s.adminLn, err = listenTCP("admin_addr", s.cfg.AdminAddr); err != nil {
+		return err
 	}
 	s.adminSrv = &http.Server{Handler: s.adminHandler(a.Handler()), ReadHeaderTimeout: 10 * time.Second}
 	s.goroutine(func() {

@@ -16,11 +16,15 @@ import (
 	"github.com/paddock/paddock/coordinator"
 )
 
+// The Client's errors say the step and the task once, "cancel task-0000000003: already
+// ended (cancelled)", and leave the package's name to the caller that prints them (the
+// command line prefixes "paddock task:"): that is why these sentinels, always returned
+// wrapped in a step, carry no "task:" prefix.
 var (
 	// ErrNotFound says there is no task of that id.
-	ErrNotFound = errors.New("task: no such task")
+	ErrNotFound = errors.New("no such task")
 	// ErrEnded says the task has already ended (a cancel came too late).
-	ErrEnded = errors.New("task: already ended")
+	ErrEnded = errors.New("already ended")
 )
 
 // Task is a task as a client sees it: its spec and where it stands.
@@ -63,11 +67,11 @@ func (c *Client) Submit(ctx context.Context, spec Spec) (string, error) {
 	}
 	data, err := json.Marshal(spec)
 	if err != nil {
-		return "", fmt.Errorf("task: submit: %w", err)
+		return "", fmt.Errorf("submit: %w", err)
 	}
 	conn := c.s.Conn()
 	if err := c.s.MakeDirs(ctx, c.l.Tasks()); err != nil {
-		return "", fmt.Errorf("task: submit: %w", err)
+		return "", fmt.Errorf("submit: %w", err)
 	}
 	for {
 		// A sequential node's number is its parent's cversion when it is created: a
@@ -79,7 +83,7 @@ func (c *Client) Submit(ctx context.Context, spec Spec) (string, error) {
 			return err
 		})
 		if err != nil {
-			return "", fmt.Errorf("task: submit: %w", err)
+			return "", fmt.Errorf("submit: %w", err)
 		}
 		p, err := conn.Create(c.l.Task(taskPrefix), data, zk.FlagSequence, c.s.ACLFor(c.l.Task(taskPrefix)))
 		if err == nil {
@@ -87,7 +91,7 @@ func (c *Client) Submit(ctx context.Context, spec Spec) (string, error) {
 		}
 		if !coordinator.IsConnLoss(err) || coordinator.WriteNotSent(err) {
 			if err := c.s.WaitToRetry(ctx, err); err != nil {
-				return "", fmt.Errorf("task: submit: %w", err)
+				return "", fmt.Errorf("submit: %w", err)
 			}
 			continue
 		}
@@ -104,7 +108,7 @@ func (c *Client) findSubmitted(ctx context.Context, from int64, token string) (s
 	conn := c.s.Conn()
 	var ids []string
 	if err := c.retry(ctx, func() (err error) { ids, _, err = conn.Children(c.l.Tasks()); return err }); err != nil {
-		return "", fmt.Errorf("task: submit: %w", err)
+		return "", fmt.Errorf("submit: %w", err)
 	}
 	for _, id := range ids {
 		if seqOf(id) < from {
@@ -115,7 +119,7 @@ func (c *Client) findSubmitted(ctx context.Context, from int64, token string) (s
 			if errors.Is(err, zk.ErrNoNode) {
 				continue
 			}
-			return "", fmt.Errorf("task: submit: %w", err)
+			return "", fmt.Errorf("submit: %w", err)
 		}
 		if spec.Token == token {
 			return id, nil
@@ -135,15 +139,20 @@ func (c *Client) Get(ctx context.Context, id string) (*Task, error) {
 	if err := CheckID(id); err != nil {
 		return nil, err
 	}
+	t, err := c.lookup(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", id, err)
+	}
+	return t, nil
+}
+
+// lookup returns task id, its errors not yet saying the step.
+func (c *Client) lookup(ctx context.Context, id string) (*Task, error) {
 	workers, err := c.assignDirs(ctx)
 	if err != nil {
 		return nil, err
 	}
-	t, err := c.get(ctx, id, func() (string, error) { return c.findAssignment(ctx, id, workers) })
-	if err != nil {
-		return nil, fmt.Errorf("task: get %s: %w", id, err)
-	}
-	return t, nil
+	return c.get(ctx, id, func() (string, error) { return c.findAssignment(ctx, id, workers) })
 }
 
 // List returns every task, oldest first.
@@ -155,13 +164,13 @@ func (c *Client) List(ctx context.Context) ([]*Task, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("task: list: %w", err)
+		return nil, fmt.Errorf("list: %w", err)
 	}
 	ids = slices.DeleteFunc(ids, func(id string) bool { return seqOf(id) < 0 })
 	slices.Sort(ids)
 	assigned, err := c.assignments(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("task: list: %w", err)
+		return nil, fmt.Errorf("list: %w", err)
 	}
 	out := make([]*Task, 0, len(ids))
 	for _, id := range ids {
@@ -170,7 +179,7 @@ func (c *Client) List(ctx context.Context) ([]*Task, error) {
 			continue // deleted meanwhile
 		}
 		if err != nil {
-			return nil, fmt.Errorf("task: list: %s: %w", id, err)
+			return nil, fmt.Errorf("list: %s: %w", id, err)
 		}
 		out = append(out, t)
 	}
@@ -182,7 +191,7 @@ func (c *Client) get(ctx context.Context, id string, worker func() (string, erro
 	t := &Task{ID: id}
 	if err := c.readJSON(ctx, c.l.Task(id), &t.Spec); err != nil {
 		if errors.Is(err, zk.ErrNoNode) {
-			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+			return nil, ErrNotFound
 		}
 		return nil, err
 	}
@@ -310,12 +319,15 @@ func (c *Client) assignments(ctx context.Context) (map[string]string, error) {
 // records it), a running one's process is killed by its worker. It returns an error
 // wrapping ErrEnded if the task has already ended, and ErrNotFound if there is none.
 func (c *Client) Cancel(ctx context.Context, id string) error {
-	t, err := c.Get(ctx, id)
+	if err := CheckID(id); err != nil {
+		return err
+	}
+	t, err := c.lookup(ctx, id)
 	if err != nil {
-		return fmt.Errorf("task: cancel %s: %w", id, err)
+		return fmt.Errorf("cancel %s: %w", id, err)
 	}
 	if t.State.Ended() {
-		return fmt.Errorf("task: cancel %s: %w (%s)", id, ErrEnded, t.State)
+		return fmt.Errorf("cancel %s: %w (%s)", id, ErrEnded, t.State)
 	}
 	conn := c.s.Conn()
 	for {
@@ -324,11 +336,11 @@ func (c *Client) Cancel(ctx context.Context, id string) error {
 			return nil
 		}
 		if errors.Is(err, zk.ErrNoNode) {
-			return fmt.Errorf("task: cancel %s: %w", id, ErrNotFound)
+			return fmt.Errorf("cancel %s: %w", id, ErrNotFound)
 		}
 		// Creating the cancel node twice is harmless: retry whatever the outcome.
 		if err := c.s.WaitToRetry(ctx, err); err != nil {
-			return fmt.Errorf("task: cancel %s: %w", id, err)
+			return fmt.Errorf("cancel %s: %w", id, err)
 		}
 	}
 }
@@ -343,7 +355,7 @@ func (c *Client) Wait(ctx context.Context, id string) (*Task, error) {
 		ok, _, ev, err := conn.ExistsW(c.l.Status(id))
 		if err != nil {
 			if err := c.s.WaitToRetry(ctx, err); err != nil {
-				return nil, fmt.Errorf("task: wait %s: %w", id, err)
+				return nil, fmt.Errorf("wait %s: %w", id, err)
 			}
 			continue
 		}
@@ -351,12 +363,12 @@ func (c *Client) Wait(ctx context.Context, id string) (*Task, error) {
 			return c.Get(ctx, id)
 		}
 		if ok, _, err := conn.Exists(c.l.Task(id)); err == nil && !ok {
-			return nil, fmt.Errorf("task: wait %s: %w", id, ErrNotFound)
+			return nil, fmt.Errorf("wait %s: %w", id, ErrNotFound)
 		}
 		select {
 		case <-ev:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("task: wait %s: %w", id, ctx.Err())
+			return nil, fmt.Errorf("wait %s: %w", id, ctx.Err())
 		}
 	}
 }

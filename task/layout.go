@@ -22,7 +22,7 @@ func NewLayout(root string) (Layout, error) {
 		root = "/"
 	}
 	if !strings.HasPrefix(root, "/") || path.Clean(root) != root || strings.ContainsRune(root, 0) {
-		return Layout{}, fmt.Errorf("task: root %q: want an absolute path such as / or /paddock, no trailing slash", root)
+		return Layout{}, fmt.Errorf("root %q: want an absolute path such as / or /paddock, no trailing slash", root)
 	}
 	return Layout{root: root}, nil
 }
@@ -70,7 +70,7 @@ var (
 // CheckID reports whether id names a task: task-0000000042.
 func CheckID(id string) error {
 	if !taskIDPattern.MatchString(id) {
-		return fmt.Errorf("task: id %q: want task- and 10 digits, such as task-0000000042", id)
+		return fmt.Errorf("id %q: want task- and 10 digits, such as task-0000000042", id)
 	}
 	return nil
 }
@@ -79,7 +79,7 @@ func CheckID(id string) error {
 // '_' or '-', starting with a letter or digit.
 func CheckWorkerID(id string) error {
 	if !workerIDPattern.MatchString(id) {
-		return fmt.Errorf("task: worker id %q: want 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
+		return fmt.Errorf("worker id %q: want 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
 	}
 	return nil
 }

@@ -34,10 +34,11 @@ type Config struct {
 	// (directly or through a proxy), which is every deployment but a local one.
 	SecureCookies bool
 	// TLSCert and TLSKey are PEM files of the console's certificate chain and private key
-	// (keys tls_cert, tls_key): with both, the console serves HTTPS only, and its cookies
-	// are Secure whatever SecureCookies says.
-	TLSCert string
-	TLSKey  string
+	// (keys https_cert, https_key; tls_cert and tls_key are the client certificate of
+	// Access): with both, the console serves HTTPS only, and its cookies are Secure
+	// whatever SecureCookies says.
+	TLSCert string `config:"https_cert"`
+	TLSKey  string `config:"https_key"`
 	// AdminAddr is the paddock server's admin HTTP address (host:port) whose
 	// /commands/mntr, srvr, cons and wchc the overview and /sessions show; empty skips
 	// them.
@@ -87,7 +88,7 @@ func (c Config) Validate() error {
 		}
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
-		errs = append(errs, fmt.Errorf("tls_cert = %q, tls_key = %q: want both (HTTPS) or neither (plain HTTP)", c.TLSCert, c.TLSKey))
+		errs = append(errs, fmt.Errorf("https_cert = %q, https_key = %q: want both (HTTPS) or neither (plain HTTP)", c.TLSCert, c.TLSKey))
 	}
 	if c.SessionTTL < time.Second {
 		errs = append(errs, fmt.Errorf("session_ttl = %v: want at least 1s", c.SessionTTL))

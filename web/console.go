@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -74,7 +75,7 @@ func New(cfg Config, s *coordinator.Session, logger *slog.Logger) (*Console, err
 	if cfg.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
 		if err != nil {
-			return nil, fmt.Errorf("web: tls_cert = %s, tls_key = %s: %w", cfg.TLSCert, cfg.TLSKey, err)
+			return nil, fmt.Errorf("web: https_cert = %s, https_key = %s: %w", cfg.TLSCert, cfg.TLSKey, err)
 		}
 		c.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
@@ -101,12 +102,15 @@ func (c *Console) Listen() error {
 		return nil
 	}
 	ln, err := net.Listen("tcp", c.cfg.Listen)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("web: listen = %s: the address is in use by another process: %w", c.cfg.Listen, syscall.EADDRINUSE)
+	}
 	if err != nil {
-		return fmt.Errorf("web: listen on %s: %w", c.cfg.Listen, err)
+		return fmt.Errorf("web: listen = %s: %w", c.cfg.Listen, err)
 	}
 	if c.tls == nil && !isLoopback(ln.Addr()) {
 		c.logger.Warn("web console serves plain HTTP on a non-loopback address: passwords and session cookies "+
-			"cross the network in the clear; set tls_cert and tls_key, or listen on 127.0.0.1 behind an HTTPS proxy",
+			"cross the network in the clear; set https_cert and https_key, or listen on 127.0.0.1 behind an HTTPS proxy",
 			"addr", ln.Addr().String())
 	}
 	if c.tls != nil {

@@ -426,7 +426,7 @@ func TestAuditLogAppendOnly(t *testing.T) {
 	expect(t, admin.do("DELETE", "/api/v1/znode?path=/x", nil), http.StatusOK, "delete /x")
 }
 
-// With tls_cert and tls_key the console serves HTTPS and its cookies are Secure.
+// With https_cert and https_key the console serves HTTPS and its cookies are Secure.
 func TestConsoleTLS(t *testing.T) {
 	ca, err := certs.NewCA("test CA", time.Hour)
 	if err != nil {
@@ -474,8 +474,8 @@ func TestConsoleTLS(t *testing.T) {
 	}
 	bad := f.console.cfg
 	bad.TLSKey = ""
-	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "tls_cert") {
-		t.Errorf("tls_cert without tls_key: %v", err)
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "https_cert") {
+		t.Errorf("https_cert without https_key: %v", err)
 	}
 }
 

@@ -175,7 +175,7 @@ func (t *replicatorTaskCLI) resnapshotCmd() *cobra.Command {
 }
 
 func (t *replicatorTaskCLI) getCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "get NAME", Short: "Print a task as JSON: definition, instances, lastCommit, status, health (judged now)"}
+	cmd := &cobra.Command{Use: "get NAME", Short: "Print a task as JSON: definition, instances, last_commit, status, health (judged now)"}
 	return t.subcommand(cmd, cobra.ExactArgs(1), func(ctx context.Context, a *replicator.Admin, cmd *cobra.Command, args []string) error {
 		v, err := a.Get(ctx, args[0])
 		if err != nil {

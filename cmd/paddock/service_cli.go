@@ -27,34 +27,41 @@ func (s *serviceCLI) setup(cmd *cobra.Command, rootHelp, timeoutFlag, missing st
 	cmd.RunE = func(c *cobra.Command, _ []string) error {
 		return s.finish(c, usageError("missing command: %s", missing))
 	}
-	pf := cmd.PersistentFlags()
-	pf.StringVar(&s.servers, "zk", "127.0.0.1:2181", "`host:port`[,host:port...] of the coordination servers")
-	pf.StringVar(&s.root, "root", "/", rootHelp)
-	addAccessFlags(pf, &s.access)
+	s.connectionFlags(cmd, cmd.PersistentFlags(), rootHelp, timeoutFlag)
+	cmd.AddCommand(subs...)
+	return cmd
+}
+
+// connectionFlags adds the connection flags to f, one of cmd's flag sets, and gives cmd
+// usage errors with exit status 2.
+func (s *serviceCLI) connectionFlags(cmd *cobra.Command, f *pflag.FlagSet, rootHelp, timeoutFlag string) {
+	f.StringVar(&s.servers, "zk", "127.0.0.1:2181", serversHelp)
+	f.StringVar(&s.root, "root", "/", rootHelp)
+	addAccessFlags(f, &s.access)
 	s.aclRoot = &s.root
-	pf.DurationVar(&s.timeout, timeoutFlag, 10*time.Second, "bound on connecting and on each operation")
+	f.DurationVar(&s.timeout, timeoutFlag, 10*time.Second, "bound on connecting and on each operation")
 	s.sessionTimeout = 15 * time.Second
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return s.finish(c, &exitError{code: 2, err: err, usage: true})
 	})
-	cmd.AddCommand(subs...)
-	return cmd
 }
 
 // addFlags gives cmd, a subcommand of a command that has flags of its own under the
 // same names (paddock worker drain), the connection flags setup gives as persistent
 // flags, and its usage errors.
 func (s *serviceCLI) addFlags(cmd *cobra.Command) {
-	f := cmd.Flags()
-	f.StringVar(&s.servers, "zk", "127.0.0.1:2181", "`host:port`[,host:port...] of the coordination servers")
-	f.StringVar(&s.root, "root", "/", "`path` the cluster's nodes live under")
-	addAccessFlags(f, &s.access)
-	s.aclRoot = &s.root
-	f.DurationVar(&s.timeout, "timeout-connect", 10*time.Second, "bound on connecting and on each operation")
-	s.sessionTimeout = 15 * time.Second
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return s.finish(c, &exitError{code: 2, err: err, usage: true})
-	})
+	s.connectionFlags(cmd, cmd.Flags(), "`path` the cluster's nodes live under", "timeout-connect")
+}
+
+// serversHelp is the help of --zk, the one name every command gives the server list.
+const serversHelp = "`host:port`[,host:port...] of the coordination servers"
+
+// addServersFlag adds paddock zk's --zk, and --server, its name before --zk was every
+// command's: hidden, and still accepted so that scripts keep working.
+func addServersFlag(pf *pflag.FlagSet, servers *string) {
+	pf.StringVar(servers, "zk", "127.0.0.1:2181", serversHelp)
+	pf.StringVar(servers, "server", "127.0.0.1:2181", "the old name of --zk")
+	_ = pf.MarkHidden("server") // only fails for a flag that does not exist
 }
 
 // addAccessFlags adds the flags of a: how a CLI authenticates and which ACLs the nodes

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/paddock/paddock/configs"
 	"github.com/paddock/paddock/coordinator"
@@ -29,12 +30,18 @@ func newUpCmd() *cobra.Command {
 		Use:   "up",
 		Short: "Run the whole platform in one process: the server and the services on it",
 		Long: `Run the whole platform in one process, on the embedded default: a standalone
-coordination server (data under --data-dir, clients on --client-addr), a master and
-two workers of the task-scheduling cluster, a log collector (also the rebalancer)
-collecting the platform's own log, <data-dir>/paddock.log, into <data-dir>/logs, and the
-web console on --listen. On a fresh data directory it makes the console's user admin
-with a random password, printed once; <data-dir>/console-users holds the users. The
-master's /metrics is on 127.0.0.1:--metrics-port, worker i's on the port after it plus i.
+coordination server (data under --data-dir), a master and two workers of the
+task-scheduling cluster, a log collector (also the rebalancer) collecting the
+platform's own log, <data-dir>/paddock.log, into <data-dir>/logs, and the web console.
+It runs no replicator: run paddock replicator beside it for MySQL replication. On a
+fresh data directory it makes the console's user admin with a random password, printed
+once; <data-dir>/console-users holds the users.
+
+Its ports, all on 127.0.0.1 by default:
+  client   127.0.0.1:2181  --client-addr HOST:PORT, or --client-port PORT on 127.0.0.1
+  admin    127.0.0.1:8081  --admin-addr HOST:PORT (four-letter words as JSON, /metrics); "" for none
+  console  127.0.0.1:8080  --console-addr HOST:PORT
+  metrics  127.0.0.1:8091  --metrics-port PORT: the master's /metrics; worker i's on PORT+i; 0 for none
 
 Secure by default: everything listens on 127.0.0.1 unless told otherwise, and on the
 first start the platform's credentials are made in <data-dir>/credentials, one file per
@@ -54,15 +61,41 @@ paddock server does; the services connect to it.`,
 	def := server.DefaultConfig()
 	f := cmd.Flags()
 	f.String("config", "", "YAML configuration `file` (its server section)")
-	f.String("client-addr", upClientAddr, "`host:port` clients connect to (0.0.0.0:2181 or :2181 for every interface)")
 	f.String("data-dir", def.DataDir, "`directory` for the server's data and the workers' task output")
-	f.String("admin-addr", def.AdminAddr, "`host:port` of the admin HTTP server; empty disables it")
 	f.Int("workers", 2, "workers to run")
 	f.Int("capacity", runtime.NumCPU(), "tasks each worker runs at once")
-	f.String("listen", "127.0.0.1:8080", "`host:port` of the web console")
-	f.Int("client-port", 0, "client `port` on 127.0.0.1, in place of --client-addr")
-	f.Int("metrics-port", 8091, "the master serves /metrics on 127.0.0.1 at this `port`, worker i at port+i; 0 for none")
+	addUpPortFlags(f)
 	return cmd
+}
+
+// addUpPortFlags adds paddock up's listening addresses, one flag per port (the table in
+// the command's help and in the README), and --listen, the console's old flag, hidden.
+func addUpPortFlags(f *pflag.FlagSet) {
+	def := server.DefaultConfig()
+	f.String("client-addr", upClientAddr, "`host:port` clients connect to (0.0.0.0:2181 or :2181 for every interface)")
+	f.Int("client-port", 0, "client `port` on 127.0.0.1, in place of --client-addr")
+	f.String("admin-addr", def.AdminAddr, "`host:port` of the admin HTTP server (commands as JSON, /metrics); empty disables it")
+	f.String("console-addr", upConsoleAddr, "`host:port` of the web console")
+	f.String("listen", upConsoleAddr, "the old name of --console-addr")
+	_ = f.MarkHidden("listen") // only fails for a flag that does not exist
+	f.Int("metrics-port", upMetricsPort, "the master serves /metrics on 127.0.0.1 at this `port`, worker i at port+i; 0 for none")
+}
+
+// upConsoleAddr and upMetricsPort are paddock up's console address and first metrics
+// port when none is given.
+const (
+	upConsoleAddr = "127.0.0.1:8080"
+	upMetricsPort = 8091
+)
+
+// upConsoleListen returns the console's address: --console-addr, or --listen, its old
+// name, when only that is given.
+func upConsoleListen(f *pflag.FlagSet) string {
+	addr, _ := f.GetString("console-addr")
+	if !f.Changed("console-addr") && f.Changed("listen") {
+		addr, _ = f.GetString("listen")
+	}
+	return addr
 }
 
 func runUp(cmd *cobra.Command, _ []string) error {
@@ -120,7 +153,7 @@ func runUp(cmd *cobra.Command, _ []string) error {
 	for _, s := range services {
 		wg.Go(func() {
 			if err := s.Run(ctx); err != nil {
-				errs <- fmt.Errorf("%s: %w", s.name, err)
+				errs <- prefixed(s.name, err)
 				cancel()
 			}
 		})
@@ -151,10 +184,24 @@ func loadUpServer(cmd *cobra.Command) (server.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	if port, _ := cmd.Flags().GetInt("client-port"); port != 0 {
+	f := cmd.Flags()
+	if f.Changed("client-port") && f.Changed("client-addr") {
+		return cfg, errors.New("--client-port and --client-addr both set the client address: give one")
+	}
+	if port, _ := f.GetInt("client-port"); port != 0 {
 		cfg.ClientAddr = fmt.Sprintf("127.0.0.1:%d", port)
 	}
 	return cfg, nil
+}
+
+// prefixed returns err after name, unless err already begins with it (the master's
+// and the console's errors say "master:" and "web:"; a worker's say "worker:" and not
+// which one).
+func prefixed(name string, err error) error {
+	if strings.HasPrefix(err.Error(), name+": ") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 // upService is a service run by paddock up.
@@ -221,7 +268,7 @@ func upConsole(cmd *cobra.Command, cfg server.Config, addr string, logger *slog.
 	}
 	wc := web.DefaultConfig()
 	wc.Servers, wc.Users, wc.AdminAddr = []string{addr}, users, cfg.AdminAddr
-	wc.Listen, _ = cmd.Flags().GetString("listen")
+	wc.Listen = upConsoleListen(cmd.Flags())
 	wc.Access = plat.access(coordinator.RoleConsole)
 	if err := wc.Validate(); err != nil {
 		return upService{}, err

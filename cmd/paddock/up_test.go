@@ -1,12 +1,16 @@
 package main
 
 import (
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/paddock/paddock/coordinator"
+	"github.com/paddock/paddock/internal/testutil"
 )
 
 // TestUpListensOnLoopback: paddock up's client port is on 127.0.0.1 unless an address
@@ -41,8 +45,48 @@ func TestUpListensOnLoopback(t *testing.T) {
 			t.Errorf("paddock up %v: client address %s, want %s", tt.args, cfg.ClientAddr, tt.want)
 		}
 	}
-	if l := newUpCmd().Flags().Lookup("listen").DefValue; !strings.HasPrefix(l, "127.0.0.1:") {
+	if l := newUpCmd().Flags().Lookup("console-addr").DefValue; !strings.HasPrefix(l, "127.0.0.1:") {
 		t.Errorf("console listens on %s by default", l)
+	}
+	cmd := newUpCmd()
+	if err := cmd.ParseFlags([]string{"--client-port", "3181", "--client-addr", ":2181"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadUpServer(cmd); err == nil || !strings.Contains(err.Error(), "--client-port and --client-addr") {
+		t.Errorf("both --client-port and --client-addr: %v, want an error naming both", err)
+	}
+}
+
+// TestUpPortFlags: each of paddock up's ports has its flag, shown in --help with its
+// default; --listen, the console's old flag, still works.
+func TestUpPortFlags(t *testing.T) {
+	_, help, _ := run(t, "up", "--help")
+	for _, want := range []string{"--client-addr", "--client-port", "--admin-addr", "--console-addr", "--metrics-port",
+		`(default "127.0.0.1:2181")`, `(default "127.0.0.1:8081")`, `(default "127.0.0.1:8080")`, "(default 8091)"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("paddock up --help lacks %s", want)
+		}
+	}
+	if strings.Contains(help, "--listen") {
+		t.Errorf("paddock up --help shows --listen, the old name of --console-addr")
+	}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{nil, "127.0.0.1:8080"},
+		{[]string{"--console-addr", "127.0.0.1:9080"}, "127.0.0.1:9080"},
+		{[]string{"--listen", "127.0.0.1:9081"}, "127.0.0.1:9081"},
+		{[]string{"--listen", "127.0.0.1:9081", "--console-addr", "127.0.0.1:9082"}, "127.0.0.1:9082"},
+	}
+	for _, tt := range tests {
+		cmd := newUpCmd()
+		if err := cmd.ParseFlags(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		if got := upConsoleListen(cmd.Flags()); got != tt.want {
+			t.Errorf("paddock up %v: console on %s, want %s", tt.args, got, tt.want)
+		}
 	}
 }
 
@@ -79,5 +123,86 @@ func TestUpCredentials(t *testing.T) {
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v, mode %v", role, err, fi.Mode().Perm())
 		}
+	}
+}
+
+// TestMakeRunPorts: make run's port variables reach paddock up as its flags.
+func TestMakeRunPorts(t *testing.T) {
+	out, err := exec.Command("make", "-n", "-C", "../..", "run", "CLIENT_PORT=3999", "ADMIN_ADDR=127.0.0.1:3997",
+		"CONSOLE_ADDR=127.0.0.1:3998", "METRICS_PORT=3996").Output()
+	if err != nil {
+		t.Fatalf("make -n run: %v", err)
+	}
+	_, line, ok := strings.Cut(strings.ReplaceAll(string(out), "\\\n", " "), " up ")
+	if !ok {
+		t.Fatalf("make -n run runs no paddock up:\n%s", out)
+	}
+	line, _, _ = strings.Cut(line, "\n")
+	var args []string
+	for _, a := range strings.Fields(line) {
+		args = append(args, strings.Trim(a, "'"))
+	}
+	cmd := newUpCmd()
+	if err := cmd.ParseFlags(args); err != nil {
+		t.Fatalf("paddock up %v: %v", args, err)
+	}
+	cfg, err := loadUpServer(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := cmd.Flags().GetInt("metrics-port")
+	if cfg.ClientAddr != "127.0.0.1:3999" || cfg.AdminAddr != "127.0.0.1:3997" ||
+		upConsoleListen(cmd.Flags()) != "127.0.0.1:3998" || metrics != 3996 {
+		t.Errorf("make run gives client %s, admin %s, console %s, metrics %d",
+			cfg.ClientAddr, cfg.AdminAddr, upConsoleListen(cmd.Flags()), metrics)
+	}
+}
+
+// TestUpPortInUse: paddock up, one of its ports held by another process, stops and
+// says which address, by its key, once (issue 18: four failed starts to find them).
+func TestUpPortInUse(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { held.Close() })
+	addr := held.Addr().String()
+	port := held.Addr().(*net.TCPAddr).Port
+	free := func() string {
+		p, err := testutil.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(p)
+	}
+	tests := []struct {
+		name string
+		flag []string
+		want string
+	}{
+		{"client", []string{"--client-addr", addr},
+			"paddock: server: client_addr " + addr + ": the address is in use by another process (another paddock or ZooKeeper?): address already in use\n"},
+		{"admin", []string{"--admin-addr", addr},
+			"paddock: server: admin_addr " + addr + ": the address is in use by another process (another paddock or ZooKeeper?): address already in use\n"},
+		{"console", []string{"--console-addr", addr},
+			"paddock: web: listen = " + addr + ": the address is in use by another process: address already in use\n"},
+		{"metrics", []string{"--metrics-port", fmt.Sprint(port)},
+			"paddock: master: metrics_addr = " + addr + ": the address is in use by another process: address already in use\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := []string{"up", "--data-dir", t.TempDir(), "--workers", "1", "--log-level", "error",
+				"--client-addr", "127.0.0.1:" + free(), "--admin-addr", "127.0.0.1:" + free(),
+				"--console-addr", "127.0.0.1:" + free(), "--metrics-port", "0"}
+			code, _, stderr := run(t, append(args, tt.flag...)...)
+			lines := strings.SplitAfter(stderr, "\n")
+			last := lines[len(lines)-1]
+			if last == "" && len(lines) > 1 {
+				last = lines[len(lines)-2]
+			}
+			if code != 1 || last != tt.want {
+				t.Errorf("exit %d, last line %q; want 1, %q\nstderr:\n%s", code, last, tt.want, stderr)
+			}
+		})
 	}
 }

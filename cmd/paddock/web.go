@@ -16,8 +16,9 @@ func newWebCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "web",
 		Short: "Run the web console",
-		Long: `Run the web console: login with users and roles, the znode browser and the audit log
-(the other pages come in later releases).
+		Long: `Run the web console: login with users and roles, the overview of the server, the znode
+browser, sessions, the task cluster's tasks and workers, replication tasks, log sources
+and the audit log, each also under the JSON API /api/v1.
 
 Configuration, in increasing precedence: defaults, the web section of --config FILE
 (users are listed there as name:role:bcrypt-hash; paddock web passwd makes a hash),
@@ -32,6 +33,8 @@ PADDOCK_WEB_* environment variables, then the flags below.`,
 	f.StringSlice("zk", def.Servers, "`host:port`[,host:port...] of the coordination servers")
 	f.String("listen", def.Listen, "`host:port` the console serves on")
 	f.String("admin-addr", def.AdminAddr, "the paddock server's admin `host:port`, for the overview's figures")
+	f.String("https-cert", def.TLSCert, "PEM `file` of the console's certificate chain: with --https-key, the console serves HTTPS")
+	f.String("https-key", def.TLSKey, "PEM `file` of the console's private key")
 	cmd.AddCommand(newWebPasswdCmd())
 	return cmd
 }

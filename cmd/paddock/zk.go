@@ -104,7 +104,7 @@ lock the exit status of the command it ran.`,
 		},
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&z.servers, "server", "127.0.0.1:2181", "`host:port`[,host:port...] of the ensemble's servers")
+	addServersFlag(pf, &z.servers)
 	addAccessFlags(pf, &z.access)
 	pf.DurationVar(&z.timeout, "timeout", 10*time.Second, "bound on connecting and on each operation")
 	pf.DurationVar(&z.sessionTimeout, "session-timeout", 15*time.Second,
@@ -209,7 +209,7 @@ func (z *zkCLI) connect(ctx context.Context, cmd *cobra.Command) (*zkClient, err
 	}
 	cfg.Auth, cfg.TLS, cfg.Policy = ac.Auth, ac.TLS, ac.Policy
 	if err := cfg.Validate(); err != nil {
-		return nil, usageError("--server %q, --session-timeout %v: %w", z.servers, z.sessionTimeout, err)
+		return nil, usageError("--zk %q, --session-timeout %v: %w", z.servers, z.sessionTimeout, err)
 	}
 	cfg.Logger = zkLogger(cmd)
 	cfg.Dialer = z.dial

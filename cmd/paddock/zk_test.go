@@ -86,7 +86,7 @@ func runZK(t *testing.T, addr string, args ...string) (code int, stdout, stderr 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	code = zkInvocation{stdout: &out, stderr: &errOut}.run(ctx, append([]string{"--server", addr}, args...)...)
+	code = zkInvocation{stdout: &out, stderr: &errOut}.run(ctx, append([]string{"--zk", addr}, args...)...)
 	return code, out.String(), errOut.String()
 }
 
@@ -287,7 +287,7 @@ func TestZKUsageErrors(t *testing.T) {
 		{"bad timeout", []string{"--timeout", "soon", "get", "/"}, `invalid argument "soon"`},
 		{"zero timeout", []string{"--timeout", "0s", "get", "/"}, "--timeout 0s: must be positive"},
 		{"bad auth", []string{"--auth", "nocolon", "get", "/"}, `--auth #1: want scheme:credentials`},
-		{"bad server", []string{"--server", "nowhere", "get", "/"}, `server "nowhere": want host:port`},
+		{"bad server", []string{"--zk", "nowhere", "get", "/"}, `server "nowhere": want host:port`},
 		{"container and ephemeral", []string{"create", "-c", "-e", "/x"}, "a container cannot be ephemeral"},
 		{"ephemeral ttl", []string{"create", "-e", "-t", "1m", "/x"}, "a TTL node must be persistent"},
 		{"negative ttl", []string{"create", "-t", "-1m", "/x"}, "want a positive duration"},
@@ -297,7 +297,7 @@ func TestZKUsageErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			args := append([]string{"--server", addr}, tt.args...)
+			args := append([]string{"--zk", addr}, tt.args...)
 			if tt.name == "bad server" {
 				args = tt.args
 			}
@@ -428,7 +428,7 @@ func startZKWatch(t *testing.T, addr string, dial zk.Dialer, args ...string) *zk
 	w := &zkWatchRun{cancel: cancel, done: make(chan int, 1)}
 	go func() {
 		w.done <- zkInvocation{dial: dial, stdout: &w.stdout, stderr: &w.stderr}.run(ctx,
-			append([]string{"--server", addr}, args...)...)
+			append([]string{"--zk", addr}, args...)...)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -609,7 +609,7 @@ func TestZKLockLostKillsCommand(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			done <- zkInvocation{dial: cutter.Dial, stdout: &stdout, stderr: &stderr}.run(ctx,
-				"--server", addr, "lock", "/lost", "--", "sh", "-c", `touch "$0"; exec sleep 30`, started)
+				"--zk", addr, "lock", "/lost", "--", "sh", "-c", `touch "$0"; exec sleep 30`, started)
 		}()
 		waitStarted(t, started, &stderr)
 		start := time.Now()
@@ -634,7 +634,7 @@ func TestZKLockLostKillsCommand(t *testing.T) {
 		done := make(chan int, 1)
 		go func() {
 			done <- zkInvocation{stdout: &stdout, stderr: &stderr}.run(ctx,
-				"--server", addr, "lock", "/int", "--", "sh", "-c", `touch "$0"; exec sleep 30`, started)
+				"--zk", addr, "lock", "/int", "--", "sh", "-c", `touch "$0"; exec sleep 30`, started)
 		}()
 		waitStarted(t, started, &stderr)
 		cancel()
@@ -677,7 +677,7 @@ func TestZKBinaryExitStatus(t *testing.T) {
 		{[]string{"lock", "/bl", "--", "sh", "-c", "exit 3"}, 3, "", ""},
 	}
 	for _, tt := range tests {
-		code, stdout, stderr := run(t, append([]string{"zk", "--server", addr}, tt.args...)...)
+		code, stdout, stderr := run(t, append([]string{"zk", "--zk", addr}, tt.args...)...)
 		if code != tt.code || stdout != tt.stdout || !strings.Contains(stderr, tt.stderr) {
 			t.Errorf("paddock zk %q: exit %d, stdout %q, stderr %q; want %d, %q, %q",
 				tt.args, code, stdout, stderr, tt.code, tt.stdout, tt.stderr)

@@ -5,9 +5,11 @@ package metricsserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,9 +25,13 @@ type Server struct {
 	done chan struct{} // closed when Serve's goroutine returns
 }
 
-// Listen binds addr (host:port; port 0 picks one) for reg's /metrics.
+// Listen binds addr (host:port; port 0 picks one) for reg's /metrics. An address
+// another process holds is said in words; the caller names the key and the address.
 func Listen(addr string, reg *prometheus.Registry) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("the address is in use by another process: %w", syscall.EADDRINUSE)
+	}
 	if err != nil {
 		return nil, err
 	}

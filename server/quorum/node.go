@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -161,7 +162,11 @@ func newNode(cfg Config, st Storage, apply ApplyFunc, logger *slog.Logger) (*Nod
 		}
 		var err error
 		if ln, err = net.Listen("tcp", addr); err != nil {
-			return nil, fmt.Errorf("quorum: listen on peer address: %w", err)
+			if errors.Is(err, syscall.EADDRINUSE) {
+				return nil, fmt.Errorf("quorum: peer address %s of server.%d: the address is in use by another process (another member or ZooKeeper?): %w",
+					addr, cfg.ID, syscall.EADDRINUSE)
+			}
+			return nil, fmt.Errorf("quorum: peer address of server.%d: %w", cfg.ID, err)
 		}
 	}
 	n := &Node{

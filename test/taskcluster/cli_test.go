@@ -101,8 +101,10 @@ func TestCLI(t *testing.T) {
 		if tk := c.getCLI(id); tk.State != task.Cancelled {
 			t.Fatalf("got %s, want cancelled", tk.State)
 		}
-		if _, errOut, code := c.taskCmd("cancel", id); code != 1 || !strings.Contains(errOut, "already ended") {
-			t.Fatalf("cancel of an ended task: exit %d, %q; want 1 and why", code, errOut)
+		// The error says the step, the task and why once (issue 18: no "task: " at each layer).
+		want := "paddock task: cancel " + id + ": already ended (cancelled)\n"
+		if _, errOut, code := c.taskCmd("cancel", id); code != 1 || errOut != want {
+			t.Fatalf("cancel of an ended task: exit %d, %q; want 1 and %q", code, errOut, want)
 		}
 	})
 
