@@ -35,12 +35,14 @@ type Sample struct {
 
 // ring is a bounded ring of samples. It is safe for concurrent use.
 type ring struct {
+	size int // the most samples it holds; immutable
+
 	mu   sync.Mutex
 	buf  []Sample // guarded by mu; len(buf) <= cap(buf) == size
 	next int      // where the next sample goes once buf is full; guarded by mu
 }
 
-func newRing(size int) *ring { return &ring{buf: make([]Sample, 0, size)} }
+func newRing(size int) *ring { return &ring{size: size, buf: make([]Sample, 0, size)} }
 
 func (r *ring) add(s Sample) {
 	r.mu.Lock()
@@ -84,7 +86,7 @@ func newHistory(interval time.Duration, size int) *history {
 }
 
 func (h *history) view() HistoryView {
-	return HistoryView{IntervalSeconds: h.interval.Seconds(), Capacity: cap(h.ring.buf), Samples: h.ring.samples()}
+	return HistoryView{IntervalSeconds: h.interval.Seconds(), Capacity: h.ring.size, Samples: h.ring.samples()}
 }
 
 // sample records one point from the ensemble e and the replication summary r.

@@ -31,7 +31,8 @@ PADDOCK_WEB_* environment variables, then the flags below.`,
 	addServiceAccessFlags(f)
 	f.StringSlice("zk", def.Servers, "`host:port`[,host:port...] of the coordination servers")
 	f.String("listen", def.Listen, "`host:port` the console serves on")
-	f.String("admin-addr", def.AdminAddr, "the paddock server's admin `host:port`, for the overview's figures")
+	f.String("admin-addr", def.AdminAddr, "the paddock server's admin `host:port`, for the sessions page and the server figures")
+	f.StringSlice("admin-addrs", nil, "`ID=host:port`[,...] of the ensemble members' admin ports, for the overview's p99 latencies (others are probed with srvr)")
 	cmd.AddCommand(newWebPasswdCmd())
 	return cmd
 }

@@ -53,7 +53,7 @@ document.addEventListener("DOMContentLoaded", function () {
       cell(r, m.zxid || "");
       cell(r, m.lag_zxids == null ? "–" : m.lag_zxids);
       cell(r, m.connections);
-      cell(r, m.up ? m.latency_avg_ms + " / " + m.latency_max_ms : "");
+      cell(r, m.up ? fixed(m.latency_avg_ms) + " / " + m.latency_max_ms : "");
       cell(r, fixed(m.latency_p99_ms));
       cell(r, m.via);
       return r;
@@ -100,7 +100,8 @@ document.addEventListener("DOMContentLoaded", function () {
       .catch(function () { /* the next poll tries again */ });
   }
 
-  // Charts: x spans the last hour, y 0..the largest value shown.
+  // Charts: x spans the last hour, or less while the console has sampled for less
+  // (at least 2 minutes); y 0..the largest value shown.
   var W = 400, H = 120, LEFT = 34, BOTTOM = 14, TOP = 6;
   function svgEl(tag, attrs, parent) {
     var e = document.createElementNS(SVGNS, tag);
@@ -110,7 +111,9 @@ document.addEventListener("DOMContentLoaded", function () {
   }
   function draw(svg, samples, now) {
     var keys = svg.getAttribute("data-series").split(" ");
-    var from = now - 3600 * 1000, top = 0;
+    var first = samples.length ? Date.parse(samples[0].t) : now;
+    var span = Math.min(3600 * 1000, Math.max(120 * 1000, now - first));
+    var from = now - span, top = 0;
     keys.forEach(function (k) {
       samples.forEach(function (s) { if (s[k] != null && s[k] > top) top = s[k]; });
     });
@@ -120,7 +123,7 @@ document.addEventListener("DOMContentLoaded", function () {
     svgEl("line", { x1: LEFT, y1: TOP, x2: LEFT, y2: H - BOTTOM, "class": "axis" }, svg);
     svgEl("text", { x: LEFT - 3, y: TOP + 8, "class": "label", "text-anchor": "end" }, svg).textContent = top < 10 ? top.toFixed(1) : Math.round(top);
     svgEl("text", { x: LEFT - 3, y: H - BOTTOM, "class": "label", "text-anchor": "end" }, svg).textContent = "0";
-    svgEl("text", { x: LEFT, y: H - 2, "class": "label" }, svg).textContent = "−60 min";
+    svgEl("text", { x: LEFT, y: H - 2, "class": "label" }, svg).textContent = "−" + Math.round(span / 60000) + " min";
     svgEl("text", { x: W, y: H - 2, "class": "label", "text-anchor": "end" }, svg).textContent = "now";
     var any = false;
     keys.forEach(function (k, i) {
@@ -128,7 +131,7 @@ document.addEventListener("DOMContentLoaded", function () {
       samples.forEach(function (s) {
         var t = Date.parse(s.t);
         if (s[k] == null || t < from) return;
-        var x = LEFT + (W - LEFT) * (t - from) / (3600 * 1000);
+        var x = LEFT + (W - LEFT) * (t - from) / span;
         var y = H - BOTTOM - (H - BOTTOM - TOP) * s[k] / top;
         pts.push(x.toFixed(1) + "," + y.toFixed(1));
       });
