@@ -46,6 +46,7 @@ type Console struct {
 
 	prober        *prober                  // the overview's ensemble
 	platformCache *refresher[PlatformView] // the overview's platform summary
+	replCache     *refresher[ReplSummary]  // the replication lag the sampler charts
 	history       *history                 // the overview's charts, sampled by Run
 }
 
@@ -82,7 +83,8 @@ func New(cfg Config, s *coordinator.Session, logger *slog.Logger) (*Console, err
 		}
 		c.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	c.prober, c.platformCache, c.history = newProber(c), c.newPlatformCache(), newHistory(sampleInterval, historySize)
+	c.prober, c.platformCache, c.replCache = newProber(c), c.newPlatformCache(), c.newReplCache()
+	c.history = newHistory(sampleInterval, historySize)
 	c.hub = &watchHub{arm: c.arm, stop: c.stop, logger: logger, entries: map[watchSpec]*hubEntry{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

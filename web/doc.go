@@ -185,9 +185,9 @@
 // read-only, or "not serving"), down with the probe's error otherwise; its lag is the
 // leader's last zxid minus its own. The leader is the member that answers as leader.
 //
-// The platform summary reads the services' znodes read-only, at most every 5 s in the
+// The platform summary reads the services' znodes read-only, at most every 10 s in the
 // background, one read at a time (a viewer waits at most 5 s, then gets the last
-// summary with its time): tasks by state over the newest 200, the master and each live
+// summary with its time): tasks by state over the newest 100, the master and each live
 // worker's running/slots and assignments, replication tasks by the monitor's health
 // ("unjudged" before any) with their lag and events behind, and the log collectors
 // (live, sources assigned); lists are cut at 100.
@@ -196,7 +196,9 @@
 // hour, about 24 KiB; lost on restart): requests/s (packets received by the members
 // answering twice, over the interval), the highest average and p99 latency of the
 // members, sessions (client connections of all members) and the highest replication
-// lag. static/overview.js refreshes the tables every 3 s and draws the charts (SVG
+// lag (the sampler reads the replication tasks only, not the whole summary). The
+// admin credentials go only to the addresses of admin_addr and admin_addrs, never to
+// one read from a znode. static/overview.js refreshes the tables every 3 s and draws the charts (SVG
 // polylines, no library) every 10 s.
 //
 //	GET /api/v1/overview           {ensemble: {leader, members: [MemberView: id, address, role,

@@ -157,6 +157,6 @@ func (c *Console) sampleLoop(ctx context.Context) {
 // records a sample.
 func (c *Console) sampleNow(ctx context.Context) Sample {
 	e := c.prober.view(ctx)
-	r := c.platform(ctx).Replication
+	r, _, _ := c.replCache.get(ctx, platformTimeout) // only what the charts need, not the whole summary
 	return c.history.sample(time.Now(), e, r)
 }

@@ -17,12 +17,12 @@ import (
 // Bounds of the platform summary: it reads the services' znodes read-only, at most
 // once per platformTTL whatever the number of viewers.
 const (
-	platformTTL = 5 * time.Second
+	platformTTL = 10 * time.Second
 	// platformTimeout bounds the wait for a fresh summary, so that the overview
 	// answers while the console's own session is down.
 	platformTimeout = 5 * time.Second
 	// summaryTaskLimit is how many of the newest tasks are counted by state.
-	summaryTaskLimit = 200
+	summaryTaskLimit = 100
 	// summaryListLimit bounds the workers, replication tasks and collectors listed.
 	summaryListLimit = 100
 )
@@ -107,6 +107,12 @@ func (c *Console) newPlatformCache() *refresher[PlatformView] {
 	return &refresher[PlatformView]{ttl: platformTTL, read: func(ctx context.Context) (PlatformView, error) {
 		return PlatformView{Tasks: c.taskSummary(ctx), Workers: c.workersSummary(ctx), Replication: c.replSummary(ctx),
 			Collection: c.collectorsSummary(ctx), Checked: time.Now().UTC()}, nil
+	}}
+}
+
+func (c *Console) newReplCache() *refresher[ReplSummary] {
+	return &refresher[ReplSummary]{ttl: sampleInterval / 2, read: func(ctx context.Context) (ReplSummary, error) {
+		return c.replSummary(ctx), nil
 	}}
 }
 
