@@ -9,8 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/paddock/paddock/coordinator"
 	"github.com/paddock/paddock/internal/testutil"
+	"github.com/paddock/paddock/logcollector"
+	"github.com/paddock/paddock/replicator"
 	"github.com/paddock/paddock/server"
 	"github.com/paddock/paddock/task"
 )
@@ -319,5 +323,51 @@ func TestRefresherBoundsTheWait(t *testing.T) {
 	}
 	if v, _, _ := r.get(ctx, 0); v != 7 || reads != 1 {
 		t.Errorf("got %d after %d reads; want the cached 7 after one read", v, reads)
+	}
+}
+
+func TestOverviewReplicationAndCollectors(t *testing.T) {
+	f := startConsole(t)
+	ctx := testCtx(t)
+	rl, _ := replicator.NewLayout("/")
+	if err := replicator.NewAdmin(f.session, rl).Create(ctx, "orders", replicator.TaskDef{Source: replDSN("repl", "1"),
+		Target: replDSN("app", "2"), Include: []string{"shop.orders"}, ServerID: replicator.DefaultServerID("orders")}); err != nil {
+		t.Fatal(err)
+	}
+	acl := zk.WorldACL(zk.PermAll)
+	put := func(p string, v any) {
+		t.Helper()
+		if err := f.session.MakeDirs(ctx, parentOf(p)); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(v)
+		if _, err := f.conn.Create(p, b, 0, acl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now().UTC()
+	put(rl.Status("orders"), replicator.Status{State: "running", LagSeconds: 3.5, EventsBehind: 7, Updated: now})
+	ll, _ := logcollector.NewLayout("/")
+	if err := logcollector.NewAdmin(f.session, ll).AddSource(ctx, "web1", "host-a", "/var/log/web1.log"); err != nil {
+		t.Fatal(err)
+	}
+	put(ll.Collector("host-a"), logcollector.Assignment{Epoch: 1, Sources: []string{"web1"}})
+	put(ll.Status("host-a"), logcollector.Status{State: "running", Updated: now, Epoch: 1})
+	put(ll.Collector("host-b"), logcollector.Assignment{Epoch: 1})
+	put(ll.Status("host-b"), logcollector.Status{State: "running", Updated: now.Add(-time.Hour), Epoch: 1})
+
+	v := getOverview(t, f.login(t, "vic"))
+	r := v.Platform.Replication
+	if len(r.Tasks) != 1 || r.Tasks[0].Name != "orders" || r.Tasks[0].LagSeconds == nil || *r.Tasks[0].LagSeconds != 3.5 ||
+		r.Tasks[0].EventsBehind != 7 || r.Tasks[0].Health == "" || len(r.ByHealth) != 1 || r.ByHealth[0].Count != 1 {
+		t.Errorf("replication %+v; want orders with its health, 3.5 s and 7 events behind", r)
+	}
+	c := v.Platform.Collection
+	if c.Sources != 1 || len(c.Collectors) != 2 || c.Collectors[0] != (CollectorSummary{"host-a", true, "running", 1}) ||
+		c.Collectors[1] != (CollectorSummary{"host-b", false, "running", 0}) {
+		t.Errorf("collection %+v; want host-a live with 1 source, host-b not live", c)
+	}
+	if s := f.console.sampleNow(ctx); s.ReplLagSeconds == nil || *s.ReplLagSeconds != 3.5 {
+		t.Errorf("sample %+v; want the replication lag 3.5 s", s)
 	}
 }
