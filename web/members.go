@@ -165,18 +165,19 @@ func (p *prober) probeLocked(ctx context.Context) EnsembleView {
 	if err != nil {
 		v.Error = err.Error()
 	}
+	hists := make([]*histogram, len(targets)) // from the members probed at their admin port
 	var wg sync.WaitGroup
 	for i, t := range targets {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v.Members[i] = p.probe(ctx, t)
+			v.Members[i], hists[i] = p.probe(ctx, t)
 		}()
 	}
 	wg.Wait()
-	for _, t := range targets {
-		if t.Admin != "" {
-			p.measureP99Locked(ctx, t.Admin, v.Members)
+	for i, h := range hists {
+		if h != nil {
+			p.setP99Locked(targets[i].Admin, *h, &v.Members[i])
 		}
 	}
 	var leader *MemberView
@@ -301,7 +302,9 @@ func clientAddr(quorumHost, client string) string {
 	return net.JoinHostPort(host, port)
 }
 
-func (p *prober) probe(ctx context.Context, t memberTarget) MemberView {
+// probe probes one member, and reads its latency histogram when it has an admin port
+// (nil otherwise, or when that read failed).
+func (p *prober) probe(ctx context.Context, t memberTarget) (MemberView, *histogram) {
 	m := MemberView{ID: t.ID, Address: t.Client, Role: t.Role, Via: "4lw"}
 	if m.Address == "" {
 		m.Address = "(no client address)"
@@ -320,8 +323,16 @@ func (p *prober) probe(ctx context.Context, t memberTarget) MemberView {
 	}
 	if err != nil {
 		m.Up, m.Mode, m.Error = false, "", err.Error()
+		return m, nil
 	}
-	return m
+	if t.Admin == "" {
+		return m, nil
+	}
+	h, err := p.c.latencyHistogram(ctx, t.Admin)
+	if err != nil {
+		return m, nil // the p99 stays unknown; the member answered
+	}
+	return m, &h
 }
 
 // probe4lw sends srvr to addr and reads its answer.
@@ -436,24 +447,9 @@ func (p *prober) probeAdmin(ctx context.Context, addr string, m *MemberView) err
 	return nil
 }
 
-// measureP99Locked reads addr's request-latency histogram and sets the p99 of the
-// member probed there (p99Windows); none when no request came in that time.
-func (p *prober) measureP99Locked(ctx context.Context, addr string, members []MemberView) {
-	var m *MemberView
-	for i := range members {
-		if members[i].Via == "admin" && members[i].Up && p.c.adminFor(members[i]) == addr {
-			m = &members[i]
-		}
-	}
-	if m == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	h, err := p.c.latencyHistogram(ctx, addr)
-	if err != nil {
-		return
-	}
+// setP99Locked sets m's p99 latency from h, its admin port addr's histogram now
+// (p99Windows); none when no request came in that time.
+func (p *prober) setP99Locked(addr string, h histogram, m *MemberView) {
 	w, ok := p.windows[addr]
 	if !ok || len(w.newer.counts) != len(h.counts) || h.total < w.newer.total { // first, or a restart
 		zero := histogram{bounds: h.bounds, counts: make([]uint64, len(h.counts))}
@@ -466,15 +462,6 @@ func (p *prober) measureP99Locked(ctx context.Context, addr string, members []Me
 		q *= 1000
 		m.LatencyP99Ms = &q
 	}
-}
-
-// adminFor is the admin address a member was probed at.
-func (c *Console) adminFor(m MemberView) string {
-	if m.ID == 0 {
-		return c.cfg.AdminAddr
-	}
-	admins, _ := parseAdminAddrs(c.cfg.AdminAddrs)
-	return admins[m.ID]
 }
 
 // latencyHistogram reads paddock_request_duration_seconds from addr's /metrics,
