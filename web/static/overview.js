@@ -141,7 +141,7 @@ document.addEventListener("DOMContentLoaded", function () {
       var last = pts[pts.length - 1].split(",");
       svgEl("circle", { cx: last[0], cy: last[1], r: 2, "class": "series-" + i }, svg);
     });
-    if (!any) svgEl("text", { x: (W + LEFT) / 2, y: H / 2, "class": "label", "text-anchor": "middle" }, svg).textContent = "no samples yet";
+    if (!any) svgEl("text", { x: (W + LEFT) / 2, y: H / 2, "class": "label", "text-anchor": "middle" }, svg).textContent = samples.length ? "no figure in these samples" : "no samples yet";
   }
   function charts() {
     getJSON(root.getAttribute("data-history"), function (h) {
