@@ -43,6 +43,10 @@ type Config struct {
 	// /commands/mntr, srvr, cons and wchc the overview and /sessions show; empty skips
 	// them.
 	AdminAddr string
+	// AdminAddrs name the admin HTTP ports of the ensemble's members, "ID=host:port"
+	// (ID the member's server id), for the overview's p99 latencies and for members
+	// whose client port does not answer srvr; other members are probed with srvr.
+	AdminAddrs []string
 	// AdminUser and AdminPassword are the digest credentials the console sends to the
 	// admin port ("Authorization: digest user:password") when the server requires them
 	// (its admin_auth): the super user or an identity with cdrwa on the root's ACL.
@@ -86,6 +90,9 @@ func (c Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {
 			errs = append(errs, fmt.Errorf("admin_addr = %s: want host:port, or empty for none", c.AdminAddr))
 		}
+	}
+	if _, err := parseAdminAddrs(c.AdminAddrs); err != nil {
+		errs = append(errs, err)
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, fmt.Errorf("https_cert = %q, https_key = %q: want both (HTTPS) or neither (plain HTTP)", c.TLSCert, c.TLSKey))

@@ -44,6 +44,11 @@ type Console struct {
 	ln net.Listener // set by Listen; guarded by mu
 
 	hub *watchHub // the watches the event streams share
+
+	prober        *prober                  // the overview's ensemble
+	platformCache *refresher[PlatformView] // the overview's platform summary
+	replCache     *refresher[ReplSummary]  // the replication lag the sampler charts
+	history       *history                 // the overview's charts, sampled by Run
 }
 
 // New returns a console on cfg, using s (owned by the caller, who closes it after Run
@@ -79,6 +84,8 @@ func New(cfg Config, s *coordinator.Session, logger *slog.Logger) (*Console, err
 		}
 		c.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
+	c.prober, c.platformCache, c.replCache = newProber(c), c.newPlatformCache(), c.newReplCache()
+	c.history = newHistory(sampleInterval, historySize)
 	c.hub = &watchHub{arm: c.arm, stop: c.stop, logger: logger, entries: map[watchSpec]*hubEntry{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -154,6 +161,10 @@ func (c *Console) Run(ctx context.Context) error {
 		ErrorLog: slog.NewLogLogger(c.logger.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	sctx, stopSampling := context.WithCancel(ctx)
+	sampling := make(chan struct{})
+	go func() { defer close(sampling); c.sampleLoop(sctx) }()
+	defer func() { stopSampling(); <-sampling }()
 	c.logger.Info("web console listening", "addr", ln.Addr().String(), "https", c.tls != nil)
 	var bg sync.WaitGroup
 	defer bg.Wait()
@@ -200,6 +211,7 @@ func (c *Console) routes() *gin.Engine {
 	auth.POST("/znodes/acl", c.requireRole(roleAdmin), c.aclForm)
 	auth.GET("/audit", c.auditPage)
 	auth.GET("/sessions", c.sessionsPage)
+	auth.GET("/server", c.serverPage)
 	admin := c.requireRole(roleAdmin)
 	c.servicePageRoutes(auth, operator, admin)
 
@@ -216,6 +228,8 @@ func (c *Console) routes() *gin.Engine {
 	api.GET("/audit", c.apiAudit)
 	api.GET("/events", c.apiEvents)
 	api.GET("/sessions", c.apiSessions)
+	api.GET("/overview", c.apiOverview)
+	api.GET("/overview/history", c.apiHistory)
 	c.serviceAPIRoutes(api, operator, admin)
 	e.NoRoute(c.requireSession, func(g *gin.Context) { c.deny(g, http.StatusNotFound, "no such page") })
 	return e

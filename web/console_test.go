@@ -379,8 +379,12 @@ func TestOverviewWithoutAdminAddr(t *testing.T) {
 	f := startConsole(t)
 	page := f.login(t, "vic").do("GET", "/", nil)
 	expect(t, page, http.StatusOK, "overview")
-	if !strings.Contains(page.body, "No admin address configured") {
-		t.Error("the overview does not say mntr is skipped")
+	// Without an admin port the member is probed with srvr on its client port.
+	if !strings.Contains(page.body, `<td class="mode">standalone</td>`) || !strings.Contains(page.body, "<td>4lw</td>") {
+		t.Errorf("the overview does not show the standalone member probed with 4lw: %s", page.body)
+	}
+	if s := f.login(t, "vic").do("GET", "/server", nil); !strings.Contains(s.body, "No admin address configured") {
+		t.Errorf("the server figures page does not say mntr is skipped: %s", s.body)
 	}
 }
 

@@ -61,8 +61,9 @@
 // and the response carries the header X-Audit-Error.
 //
 // Pages: /login, / (overview: the console's session, the number of logins, the
-// ensemble (below) and the server's mntr figures from Config.AdminAddr's
-// /commands/mntr when it is set),
+// ensemble, the platform summary and the last hour's charts; see "The overview"),
+// /server (every mntr figure of the server at Config.AdminAddr, without the answer's
+// command and error keys),
 // /znodes?path=&offset= (breadcrumb, paged children, data as text / JSON / hex, stat,
 // ACL; create, edit with version, delete, recursive delete with the path typed again,
 // shown to operators and admins only), /audit. Pages send a Content-Security-Policy
@@ -167,11 +168,62 @@
 //	                       when it is empty, or when the admin HTTP does not answer
 //
 // The page /sessions shows the same (the console's own session marked; "No admin address
-// configured" without one). The overview adds the ensemble: the mode from
-// /commands/srvr (server_stats.server_state), the members from /zookeeper/config's
-// server.N lines, else Config.Servers (a standalone server is one member, mode
-// standalone), and the leader only when the server at AdminAddr is the leader: the
-// admin HTTP answers for that one server only.
+// configured" without one).
+//
+// # The overview
+//
+// The ensemble's members are the server.N lines of /zookeeper/config, read through the
+// console's session (reused for 5 s; the last list read while the session is down),
+// else Config.Servers (a standalone server: one member, its admin port
+// Config.AdminAddr). A member's address is the client address of its line; an
+// unspecified host (0.0.0.0, ::, a bare port) is replaced by the host of its quorum
+// address. Each member is probed, all at once, at most every 2 s whatever the number of
+// viewers, each probe bounded by 2 s:
+//
+//   - with the four-letter word srvr on its client port, which every server allows by
+//     default (4lw.commands.whitelist), in plain TCP; or
+//   - when Config.AdminAddrs (key admin_addrs, flag --admin-addrs, entries
+//     "ID=host:port" naming the member's server id) names its admin port, with
+//     GET /commands/srvr there and GET /metrics for the p99 request latency: the
+//     quantile of paddock_request_duration_seconds (all opcodes) between a histogram
+//     read 10 to 20 s earlier (since the member started, at first) and now,
+//     interpolated in its bucket. Use it for members whose client port is TLS-only or
+//     does not allow srvr. The admin credentials are Config.AdminUser/AdminPassword.
+//
+// A member is up when it answers (mode leader, follower, observer, standalone,
+// read-only, or "not serving"), down with the probe's error otherwise; its lag is the
+// leader's last zxid minus its own. The leader is the member that answers as leader.
+//
+// The platform summary reads the services' znodes read-only, at most every 10 s in the
+// background, one read at a time (a viewer waits at most 5 s, then gets the last
+// summary with its time): tasks by state over the newest 100, the master and each live
+// worker's running/slots and assignments, replication tasks by the monitor's health
+// ("unjudged" before any) with their lag and events behind, and the log collectors
+// (live, sources assigned); lists are cut at 100.
+//
+// The console samples, every 10 s from Run's start, into a ring of 360 samples (one
+// hour, about 24 KiB; lost on restart): requests/s (packets received by the members
+// answering twice, over the interval), the highest average and p99 latency of the
+// members, sessions (client connections of all members) and the highest replication
+// lag (the sampler reads the replication tasks only, not the whole summary). The
+// admin credentials go only to the addresses of admin_addr and admin_addrs, never to
+// one read from a znode. static/overview.js refreshes the tables every 3 s and draws the charts (SVG
+// polylines, no library) every 10 s.
+//
+//	GET /api/v1/overview           {ensemble: {leader, members: [MemberView: id, address, role,
+//	                               up, mode, zxid, lag_zxids, connections, outstanding,
+//	                               packets_received, latency_avg_ms, latency_max_ms,
+//	                               latency_p99_ms, via (4lw or admin), error], source,
+//	                               checked, error}, platform: {tasks: {by_state, counted,
+//	                               total}, workers: {master, workers: [{id, capacity,
+//	                               assigned, running}]}, replication: {by_health, tasks:
+//	                               [{name, enabled, health, lag_seconds, events_behind}]},
+//	                               collection: {sources, collectors: [{host, live, state,
+//	                               sources}]}, checked, error}}
+//	GET /api/v1/overview/history   {interval_s, capacity, samples: [{t, requests_per_s,
+//	                               latency_avg_ms, latency_p99_ms, sessions,
+//	                               replication_lag_s}]}, oldest first; a figure no member
+//	                               or task gave is null
 //
 // # What comes next
 //

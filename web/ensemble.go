@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 )
@@ -132,76 +131,4 @@ func (c *Console) sessionsPage(g *gin.Context) {
 		p.Error = err.Error()
 	}
 	c.render(g, http.StatusOK, "sessions", "Sessions and watches", p)
-}
-
-// Member is one server of the ensemble as the overview shows it.
-type Member struct {
-	Address string
-	Role    string // standalone, participant, observer, or "" when not known
-}
-
-// EnsembleView is the overview's ensemble section. The admin HTTP answers for one
-// server only (the one at AdminAddr): its mode is known, the others' are not, so the
-// leader is named only when that server is the leader.
-type EnsembleView struct {
-	Mode    string
-	Leader  string
-	Members []Member
-	Error   string
-}
-
-type srvrAnswer struct {
-	Stats struct {
-		State string `json:"server_state"`
-	} `json:"server_stats"`
-}
-
-// ensemble reads the mode from srvr and the members from /zookeeper/config (server.N
-// lines), falling back to Config.Servers when that znode is empty, as it is on paddock
-// servers without a dynamic configuration.
-func (c *Console) ensemble(ctx context.Context) EnsembleView {
-	var srvr srvrAnswer
-	if err := c.adminJSON(ctx, "srvr", &srvr); err != nil {
-		return EnsembleView{Error: err.Error()}
-	}
-	v := EnsembleView{Mode: srvr.Stats.State}
-	if v.Mode == "standalone" {
-		v.Members = []Member{{Address: c.cfg.Servers[0], Role: "standalone"}}
-		return v
-	}
-	if v.Mode == "leader" {
-		v.Leader = "the server at " + c.cfg.AdminAddr
-	}
-	if b, _, err := c.conn.Get("/zookeeper/config"); err == nil {
-		v.Members = parseDynamicConfig(string(b))
-	}
-	if len(v.Members) == 0 {
-		for _, s := range c.cfg.Servers {
-			v.Members = append(v.Members, Member{Address: s})
-		}
-	}
-	return v
-}
-
-// parseDynamicConfig reads ZooKeeper's dynamic configuration lines
-// "server.<id>=<host>:<quorum port>:<election port>[:<role>][;<client address>]".
-func parseDynamicConfig(s string) []Member {
-	var out []Member
-	for _, line := range strings.Split(s, "\n") {
-		key, val, ok := strings.Cut(strings.TrimSpace(line), "=")
-		if !ok || !strings.HasPrefix(key, "server.") {
-			continue
-		}
-		quorum, client, _ := strings.Cut(val, ";")
-		parts := strings.Split(quorum, ":")
-		m := Member{Address: quorum, Role: "participant"}
-		if len(parts) >= 4 {
-			m.Role = parts[3]
-		}
-		if client != "" {
-			m.Address = client
-		}
-		out = append(out, m)
-	}
-	return out
 }

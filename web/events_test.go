@@ -249,8 +249,7 @@ func TestSessions(t *testing.T) {
 		t.Errorf("sessions page lacks %s or /watched: %s", id, page.body)
 	}
 	ov := cl.do("GET", "/", nil)
-	if !strings.Contains(ov.body, `<td class="ensemble-mode">standalone</td>`) ||
-		!strings.Contains(ov.body, "<td>standalone</td>") {
+	if !strings.Contains(ov.body, `<td class="mode">standalone</td>`) || !strings.Contains(ov.body, "<td>admin</td>") {
 		t.Errorf("overview does not show a standalone member: %s", ov.body)
 	}
 }

@@ -3,14 +3,11 @@ package web
 import (
 	"bytes"
 	"embed"
-	"encoding/json"
 	"html/template"
 	"io/fs"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 )
@@ -34,7 +31,7 @@ type pageSet map[string]*template.Template
 
 func parsePages() (pageSet, error) {
 	set := pageSet{}
-	return set, addPages(set, "login", "overview", "znodes", "audit")
+	return set, addPages(set, "login", "overview", "server", "znodes", "audit")
 }
 
 // pageData is what every page gets; Page is the page's own.
@@ -80,47 +77,6 @@ func (c *Console) loginForm(g *gin.Context) {
 	}
 	c.setSessionCookies(g, ws)
 	g.Redirect(http.StatusSeeOther, "/")
-}
-
-type overviewPage struct {
-	SessionID string
-	State     string
-	Logins    int
-	AdminAddr string
-	MntrError string
-	Mntr      [][2]string
-	Ensemble  EnsembleView
-}
-
-func (c *Console) overviewPage(g *gin.Context) {
-	p := overviewPage{SessionID: hex64(c.session.SessionID()), State: c.session.State().String(),
-		Logins: c.sessions.count(), AdminAddr: c.cfg.AdminAddr}
-	if c.cfg.AdminAddr != "" {
-		p.Mntr, p.MntrError = c.mntr(g)
-		p.Ensemble = c.ensemble(g.Request.Context())
-	}
-	c.render(g, http.StatusOK, "overview", "Overview", p)
-}
-
-// mntr fetches the server's /commands/mntr as sorted key/value pairs.
-func (c *Console) mntr(g *gin.Context) ([][2]string, string) {
-	req, _ := http.NewRequestWithContext(g.Request.Context(), http.MethodGet, "http://"+c.cfg.AdminAddr+"/commands/mntr", nil)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, err.Error()
-	}
-	defer resp.Body.Close()
-	var m map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.StatusCode != http.StatusOK {
-		return nil, "unexpected answer from " + c.cfg.AdminAddr + " (" + resp.Status + ")"
-	}
-	out := make([][2]string, 0, len(m))
-	for k, v := range m {
-		b, _ := json.Marshal(v)
-		out = append(out, [2]string{k, strings.Trim(string(b), `"`)})
-	}
-	slices.SortFunc(out, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
-	return out, ""
 }
 
 type auditPage struct {

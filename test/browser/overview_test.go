@@ -1,0 +1,196 @@
+package browser
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/paddock/paddock/coordinator"
+	"github.com/paddock/paddock/internal/testutil"
+	"github.com/paddock/paddock/master"
+	"github.com/paddock/paddock/server"
+	"github.com/paddock/paddock/task"
+	"github.com/paddock/paddock/web"
+	"github.com/paddock/paddock/worker"
+)
+
+// overviewWait bounds how long the overview may take to show a change: it polls every
+// 3 s and probes at most every 2 s; a new leader is elected within about 1 s (500 ms
+// election timeout) — generous for a busy 2-core machine.
+const overviewWait = 30 * time.Second
+
+// startOnEnsemble starts a 3-member ensemble (member 1 with its admin port on, so the
+// console reads its p99 latency there; members 2 and 3 are probed with srvr), a console
+// whose session may use any member, and the browser.
+func startOnEnsemble(t *testing.T) (*harness, *testutil.Ensemble) {
+	t.Helper()
+	e := testutil.StartEnsemble(t, 3, 0, func(i int, c *server.Config) {
+		if i == 0 {
+			c.AdminAddr = "127.0.0.1:0"
+		}
+	})
+	h := &harness{t: t, addr: e.Addrs()[0]}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := coordinator.Connect(ctx, coordinator.Config{Servers: e.Addrs(), SessionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("connect to the ensemble %v: %v", e.Addrs(), err)
+	}
+	t.Cleanup(func() { s.Close() })
+	h.session, h.conn = s, s.Conn()
+	users, err := userEntries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := web.DefaultConfig()
+	cfg.Servers, cfg.Listen, cfg.Users = e.Addrs(), "127.0.0.1:0", users
+	cfg.AdminAddrs = []string{"1=" + e.Server(0).AdminAddr().String()}
+	c, err := web.New(cfg, s, testutil.TestLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	h.url = "http://" + c.Addr().String()
+	h.runService("console", c.Run)
+	mcfg := master.DefaultConfig()
+	mcfg.Servers, mcfg.ID = e.Addrs(), "m1"
+	m, err := master.New(mcfg, testutil.TestLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wcfg := worker.DefaultConfig()
+	wcfg.Servers, wcfg.ID, wcfg.Capacity, wcfg.OutputDir = e.Addrs(), "w1", 2, t.TempDir()
+	wcfg.KillGrace = time.Second
+	w, err := worker.New(wcfg, testutil.TestLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.runService("master", m.Run)
+	h.runService("worker", w.Run)
+	h.startBrowser()
+	return h, e
+}
+
+// screenshot saves a full-page screenshot as <test>_<name>.png in the artifacts.
+func (h *harness) screenshot(name string) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(h.tab, stepTimeout)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		h.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	file := filepath.Join(testutil.ArtifactDir(h.t), h.t.Name()+"_"+name+".png")
+	if err := os.WriteFile(file, png, 0o644); err != nil {
+		h.t.Fatalf("save screenshot: %v", err)
+	}
+	h.t.Logf("screenshot: %s", file)
+}
+
+// memberRow is one row of the overview's members table as the page shows it.
+type memberRow struct {
+	Address string `json:"address"`
+	Status  string `json:"status"` // "up" or "down"
+	Mode    string `json:"mode"`
+}
+
+func (h *harness) members() []memberRow {
+	h.t.Helper()
+	return run[[]memberRow](h, `Array.from(document.querySelectorAll('#members tr.member'), r => ({
+	  address: r.getAttribute('data-address'),
+	  status: r.classList.contains('up') ? 'up' : 'down',
+	  mode: r.querySelector('td.mode').textContent.trim(),
+	}))`)
+}
+
+// cells returns the text of the cells of the rows of the table body sel.
+func (h *harness) cells(sel string) [][]string {
+	h.t.Helper()
+	return run[[][]string](h, `Array.from(document.querySelectorAll(`+strconv.Quote(sel+" tr")+`),
+	  r => Array.from(r.cells, c => c.innerText.trim()))`)
+}
+
+// waitPage polls the page until ok accepts it, failing with what after overviewWait.
+func (h *harness) waitPage(what string, ok func() bool) {
+	h.t.Helper()
+	if !testutil.WaitFor(overviewWait, 500*time.Millisecond, ok) {
+		h.t.Fatalf("%s: not within %v; members %+v", what, overviewWait, h.members())
+	}
+}
+
+func TestOverviewEnsemble(t *testing.T) {
+	h, e := startOnEnsemble(t)
+	tc := task.NewClient(h.session, task.DefaultLayout)
+	for _, spec := range []task.Spec{{Command: "/bin/true"}, {Command: "/bin/sleep", Args: []string{"120"}}} {
+		if _, err := tc.Submit(context.Background(), spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.login("viewer")
+	h.open("/", "#members tr.member")
+	addrs := e.Addrs()
+	leader := e.Leader()
+	h.waitPage("3 members up, member "+strconv.Itoa(leader+1)+" leading", func() bool {
+		ms := h.members()
+		if len(ms) != 3 || h.text("#ensemble-leader") != addrs[leader] {
+			return false
+		}
+		for i, m := range ms {
+			if m.Address != addrs[i] || m.Status != "up" || (m.Mode == "leader") != (i == leader) {
+				return false
+			}
+		}
+		return true
+	})
+	// The platform summary: one task done, one running on w1, which has 2 slots.
+	count := func(state string) string {
+		return run[string](h, `(document.querySelector('#tasks-by-state tr[data-state=`+state+`] td') || {}).textContent`)
+	}
+	h.waitPage("a task done and one running on w1", func() bool {
+		return count("done") == "1" && count("running") == "1" && slices.Equal(row(h.cells("#workers"), "w1"), []string{"w1", "1 / 2", "1"}) &&
+			h.text("#master") == "m1"
+	})
+	// The charts draw the console's samples: sessions and latency have a value from the
+	// first sample on (requests/s from the second, 10 s later).
+	h.waitPage("charts with points", func() bool {
+		for _, series := range []string{"sessions", "latency_avg_ms latency_p99_ms"} {
+			pts := run[string](h, `(document.querySelector('svg[data-series="`+series+`"] polyline') || {getAttribute: () => ""}).getAttribute('points')`)
+			if strings.Count(pts, ",") < 1 {
+				return false
+			}
+		}
+		return true
+	})
+	if n := run[int](h, `document.querySelectorAll('svg[data-series]').length`); n != 4 {
+		t.Errorf("%d charts, want 4: throughput, latency, sessions, replication lag", n)
+	}
+	h.screenshot("ensemble")
+
+	e.Stop(leader)
+	h.waitPage("member "+strconv.Itoa(leader+1)+" down and another leading", func() bool {
+		ms := h.members()
+		nl := e.Leader()
+		if len(ms) != 3 || nl < 0 || nl == leader || h.text("#ensemble-leader") != addrs[nl] {
+			return false
+		}
+		return ms[leader].Status == "down" && ms[leader].Mode == "" && ms[nl].Mode == "leader" && ms[nl].Status == "up"
+	})
+	if got := h.text(`#members tr.down .note`); !strings.Contains(got, "refused") {
+		t.Errorf("the stopped member's row says %q, want why its probe failed (connection refused)", got)
+	}
+	h.screenshot("leader_down")
+	// Requests/s needs two samples (10 s apart): then the throughput chart has a line.
+	h.waitPage("a throughput line", func() bool {
+		pts := run[string](h, `(document.querySelector('svg[data-series="requests_per_s"] polyline') || {getAttribute: () => ""}).getAttribute('points')`)
+		return strings.Count(pts, ",") >= 1
+	})
+}
