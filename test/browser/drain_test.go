@@ -18,22 +18,6 @@ import (
 // 4 running, 5 state.
 const workerState = 5
 
-// screenshot saves the page as TestName_step.png in the artifacts directory.
-func (h *harness) screenshot(step string) {
-	h.t.Helper()
-	ctx, cancel := context.WithTimeout(h.tab, stepTimeout)
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		h.t.Errorf("screenshot %s: %v", step, err)
-		return
-	}
-	name := filepath.Join(testutil.ArtifactDir(h.t), h.t.Name()+"_"+step+".png")
-	if err := os.WriteFile(name, png, 0o644); err != nil {
-		h.t.Errorf("save screenshot: %v", err)
-	}
-}
-
 // waitWorkerState reloads /workers until w1's state cell begins with want.
 func (h *harness) waitWorkerState(want string) []string {
 	h.t.Helper()

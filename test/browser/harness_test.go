@@ -415,3 +415,21 @@ func (h *harness) get(path string) ([]byte, *zk.Stat) {
 	}
 	return data, st
 }
+
+// screenshot saves the page as TestName_step.png in the artifacts directory.
+func (h *harness) screenshot(step string) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(h.tab, stepTimeout)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		h.t.Errorf("screenshot %s: %v", step, err)
+		return
+	}
+	name := filepath.Join(testutil.ArtifactDir(h.t), h.t.Name()+"_"+step+".png")
+	if err := os.WriteFile(name, png, 0o644); err != nil {
+		h.t.Errorf("save screenshot: %v", err)
+		return
+	}
+	h.t.Logf("screenshot: %s", name)
+}

@@ -2,15 +2,11 @@ package browser
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/chromedp/chromedp"
 
 	"github.com/paddock/paddock/coordinator"
 	"github.com/paddock/paddock/internal/testutil"
@@ -78,22 +74,6 @@ func startOnEnsemble(t *testing.T) (*harness, *testutil.Ensemble) {
 	h.runService("worker", w.Run)
 	h.startBrowser()
 	return h, e
-}
-
-// screenshot saves a full-page screenshot as <test>_<name>.png in the artifacts.
-func (h *harness) screenshot(name string) {
-	h.t.Helper()
-	ctx, cancel := context.WithTimeout(h.tab, stepTimeout)
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		h.t.Fatalf("screenshot %s: %v", name, err)
-	}
-	file := filepath.Join(testutil.ArtifactDir(h.t), h.t.Name()+"_"+name+".png")
-	if err := os.WriteFile(file, png, 0o644); err != nil {
-		h.t.Fatalf("save screenshot: %v", err)
-	}
-	h.t.Logf("screenshot: %s", file)
 }
 
 // memberRow is one row of the overview's members table as the page shows it.
