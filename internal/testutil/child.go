@@ -97,19 +97,31 @@ func logTail(path string, n int) string {
 
 // LogProblems returns the lines of the log that no run should have: race reports,
 // panics, Go runtime errors and log records at level ERROR, with a few lines of context.
+// A race report of go-zookeeper's own known race (knownClientRace) is left out.
 func (c *Child) LogProblems() ([]string, error) {
 	b, err := os.ReadFile(c.LogPath)
 	if err != nil {
 		return nil, err
 	}
-	var problems []string
+	var problems, report []string
+	inRace := false
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(nil, 1<<20)
 	for after := 0; sc.Scan(); {
 		line := sc.Text()
 		switch {
-		case strings.Contains(line, "WARNING: DATA RACE"), strings.HasPrefix(line, "panic:"),
-			strings.HasPrefix(line, "fatal error:"):
+		case inRace:
+			report = append(report, line)
+			if strings.HasPrefix(line, "==================") || len(report) > 200 {
+				inRace = false
+				if !knownClientRace(report) {
+					problems = append(problems, report...)
+				}
+				report = nil
+			}
+		case strings.Contains(line, "WARNING: DATA RACE"):
+			inRace, report = true, []string{line}
+		case strings.HasPrefix(line, "panic:"), strings.HasPrefix(line, "fatal error:"):
 			after = 40 // the report follows
 			problems = append(problems, line)
 		case strings.Contains(line, "level=ERROR"):
@@ -119,5 +131,20 @@ func (c *Child) LogProblems() ([]string, error) {
 			problems = append(problems, line)
 		}
 	}
+	if len(report) > 0 && !knownClientRace(report) { // cut short by the end of the log
+		problems = append(problems, report...)
+	}
 	return problems, sc.Err()
+}
+
+// knownClientRace reports whether a race report is go-zookeeper/zk's unsynchronised
+// Conn.lastZxid: on each reconnection its loop reads it in sendSetWatches while the
+// new recvLoop may already write it (upstream go-zookeeper/zk pull request #35, open;
+// v1.0.4 is the newest release). It is the client library's, harmless to the session
+// (at worst a stale zxid in setWatches, which the server answers by re-sending
+// notifications), and not paddock's to fix; any other race still fails a test.
+func knownClientRace(report []string) bool {
+	text := strings.Join(report, "\n")
+	return strings.Contains(text, "go-zookeeper/zk.(*Conn).sendSetWatches()") &&
+		strings.Contains(text, "go-zookeeper/zk.(*Conn).recvLoop()")
 }
