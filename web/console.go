@@ -161,9 +161,9 @@ func (c *Console) Run(ctx context.Context) error {
 		ErrorLog: slog.NewLogLogger(c.logger.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	sctx, stopSampling := context.WithCancel(ctx)
+	sampleCtx, stopSampling := context.WithCancel(ctx)
 	sampling := make(chan struct{})
-	go func() { defer close(sampling); c.sampleLoop(sctx) }()
+	go func() { defer close(sampling); c.sampleLoop(sampleCtx) }()
 	defer func() { stopSampling(); <-sampling }()
 	c.logger.Info("web console listening", "addr", ln.Addr().String(), "https", c.tls != nil)
 	var bg sync.WaitGroup
@@ -177,9 +177,9 @@ func (c *Console) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	c.stopOnce.Do(func() { close(c.stop) })
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := srv.Shutdown(sctx)
+	err := srv.Shutdown(shutdownCtx)
 	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
 	}

@@ -74,9 +74,10 @@ type ReplSummary struct {
 
 // CollectorSummary is one log collector.
 type CollectorSummary struct {
-	Host    string `json:"host"`
+	ID      string `json:"id"`
+	Host    string `json:"host,omitempty"` // the machine it runs on
 	Live    bool   `json:"live"`
-	State   string `json:"state,omitempty"`
+	State   string `json:"state,omitempty"` // judged by the servers' clock: running, draining, drained, dead…
 	Sources int    `json:"sources"` // in its assignment
 }
 
@@ -190,12 +191,9 @@ func (c *Console) collectorsSummary(ctx context.Context) CollectorsSummary {
 	v, err := c.logsView(ctx, 0, 0)
 	s := CollectorsSummary{Sources: v.Total, Collectors: []CollectorSummary{}, Error: errText(err)}
 	for _, cv := range v.Collectors[:min(len(v.Collectors), summaryListLimit)] {
-		cs := CollectorSummary{Host: cv.Host, Live: cv.Live}
+		cs := CollectorSummary{ID: cv.ID, Host: cv.Host, Live: cv.Live, State: cv.State}
 		if cv.Assignment != nil {
 			cs.Sources = len(cv.Assignment.Sources)
-		}
-		if cv.Status != nil {
-			cs.State = cv.Status.State
 		}
 		s.Collectors = append(s.Collectors, cs)
 	}

@@ -352,7 +352,10 @@ func TestOverviewReplicationAndCollectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	put(ll.Collector("host-a"), logcollector.Assignment{Epoch: 1, Sources: []string{"web1"}})
-	put(ll.Status("host-a"), logcollector.Status{State: "running", Updated: now, Epoch: 1})
+	put(ll.Status("host-a"), logcollector.Status{State: "running", Host: "machine-a", Updated: now, Epoch: 1})
+	if _, err := f.conn.Create(ll.Session("host-a"), []byte(`{}`), zk.FlagEphemeral, acl); err != nil { // host-a's process holds its id
+		t.Fatal(err)
+	}
 	put(ll.Collector("host-b"), logcollector.Assignment{Epoch: 1})
 	put(ll.Status("host-b"), logcollector.Status{State: "running", Updated: now.Add(-time.Hour), Epoch: 1})
 
@@ -363,9 +366,9 @@ func TestOverviewReplicationAndCollectors(t *testing.T) {
 		t.Errorf("replication %+v; want orders with its health, 3.5 s and 7 events behind", r)
 	}
 	c := v.Platform.Collection
-	if c.Sources != 1 || len(c.Collectors) != 2 || c.Collectors[0] != (CollectorSummary{"host-a", true, "running", 1}) ||
-		c.Collectors[1] != (CollectorSummary{"host-b", false, "running", 0}) {
-		t.Errorf("collection %+v; want host-a live with 1 source, host-b not live", c)
+	if c.Sources != 1 || len(c.Collectors) != 2 || c.Collectors[0] != (CollectorSummary{"host-a", "machine-a", true, "running", 1}) ||
+		c.Collectors[1] != (CollectorSummary{"host-b", "", false, "dead", 0}) {
+		t.Errorf("collection %+v; want host-a on machine-a live with 1 source, host-b dead (no process holds it)", c)
 	}
 	if s := f.console.sampleNow(ctx); s.ReplLagSeconds == nil || *s.ReplLagSeconds != 3.5 {
 		t.Errorf("sample %+v; want the replication lag 3.5 s", s)

@@ -130,6 +130,7 @@ func (h *harness) startCluster() {
 	wcfg := worker.DefaultConfig()
 	wcfg.Servers, wcfg.ID, wcfg.Capacity, wcfg.OutputDir = []string{h.addr}, "w1", 2, t.TempDir()
 	wcfg.KillGrace = time.Second
+	wcfg.StopGrace = 0 // a task still running when the test ends is handed back at once
 	w, err := worker.New(wcfg, testutil.TestLogger())
 	if err != nil {
 		t.Fatal(err)

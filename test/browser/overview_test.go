@@ -66,6 +66,7 @@ func startOnEnsemble(t *testing.T) (*harness, *testutil.Ensemble) {
 	wcfg := worker.DefaultConfig()
 	wcfg.Servers, wcfg.ID, wcfg.Capacity, wcfg.OutputDir = e.Addrs(), "w1", 2, t.TempDir()
 	wcfg.KillGrace = time.Second
+	wcfg.StopGrace = 0 // a task still running when the test ends is handed back at once
 	w, err := worker.New(wcfg, testutil.TestLogger())
 	if err != nil {
 		t.Fatal(err)

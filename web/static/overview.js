@@ -88,7 +88,7 @@ document.addEventListener("DOMContentLoaded", function () {
     text("log-sources", p.collection.sources);
     fill("collectors", p.collection.collectors, "no collector", 3, function (c) {
       var r = document.createElement("tr");
-      cell(r, c.host); cell(r, badge(c.live ? "ok" : "stale", c.live ? "live" : "not live")); cell(r, c.sources);
+      cell(r, c.host ? c.id + " on " + c.host : c.id); cell(r, badge(c.live ? "ok" : "stale", c.state || (c.live ? "live" : "not live"))); cell(r, c.sources);
       return r;
     });
   }
