@@ -78,7 +78,7 @@ type CollectorSummary struct {
 	Host    string `json:"host,omitempty"` // the machine it runs on
 	Live    bool   `json:"live"`
 	State   string `json:"state,omitempty"` // judged by the servers' clock: running, draining, drained, dead…
-	Sources int    `json:"sources"` // in its assignment
+	Sources int    `json:"sources"`         // in its assignment
 }
 
 // CollectorsSummary is the log collection's collectors and sources.
