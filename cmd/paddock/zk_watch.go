@@ -41,6 +41,7 @@ type watcher struct {
 	out, errOut io.Writer
 
 	known     nodeState // the node as last read, updated by the events printed since
+	session   int64     // the session the watches in place were set in
 	announced bool      // "watching PATH" went to stderr
 	// created: the last event was NodeCreated, and the watches set again after it have
 	// yet to compare the node with a new one (version 0, no children): a change made
@@ -91,6 +92,15 @@ func (w *watcher) run(ctx context.Context) error {
 				continue
 			}
 			now := stateOf(r.exists, r.stat)
+			if sid := w.c.conn.SessionID(); sid != w.session {
+				// A new session (the old one expired while the watch was being set
+				// again): the other watch died with the old session, and what changed
+				// in between is known only by comparing.
+				if !first {
+					resync = true
+				}
+				childCh, w.session = nil, sid
+			}
 			if !first {
 				w.reportMissed(now, resync)
 			}
