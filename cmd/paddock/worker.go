@@ -128,6 +128,9 @@ Needs the admin or console role where role ACLs are in force.`,
 			if state == "" {
 				state = task.WorkerActive
 			}
+			if v.Stale {
+				state += " (stale)" // its heartbeat stopped: it gets nothing new
+			}
 			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%d\t%s\n", v.ID, state, v.Info.Capacity, v.Info.Host, v.Info.PID, drain)
 		}
 		return w.Flush()
