@@ -138,11 +138,26 @@ func (l *leader) dispatch() error {
 }
 
 // freeSlots maps each live worker that accepts work to its free slots: a drained,
-// draining or stopping worker gets nothing new.
+// draining, stopping or stale worker gets nothing new. Stale is judged by the servers'
+// clock: the registration's mtime (the worker's heartbeat) against the clock node's.
 func (l *leader) freeSlots() map[string]int {
+	now, err := task.ServerNow(l.s, l.l)
+	if err != nil {
+		l.logger.Warn("cannot read the servers' clock: judging no worker stale", "err", err)
+	}
 	free := make(map[string]int, len(l.workers))
 	for id, w := range l.workers {
-		if _, ready := l.assign[id]; ready && l.accepts(id, w) {
+		b := w.info.StaleAfter()
+		stale := err == nil && b > 0 && now.Sub(w.beat) > b
+		if stale != w.stale {
+			w.stale = stale
+			if stale {
+				l.logger.Warn("worker stale: its heartbeat stopped; assigning nothing new to it", "worker", id, "last_beat", w.beat, "bound", b)
+			} else {
+				l.logger.Info("worker beats again", "worker", id)
+			}
+		}
+		if _, ready := l.assign[id]; ready && !stale && l.accepts(id, w) {
 			free[id] = w.info.Capacity - len(l.assign[id])
 		}
 	}

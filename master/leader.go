@@ -54,7 +54,9 @@ type leader struct {
 
 type workerState struct {
 	info    task.WorkerInfo
-	session int64 // the ephemeral owner of /workers/<id>
+	session int64     // the ephemeral owner of /workers/<id>
+	beat    time.Time // the registration's mtime: the worker's last heartbeat
+	stale   bool      // judged stale at the last assignment round (logged on change)
 }
 
 // slot is an assignment.
@@ -328,7 +330,10 @@ func (l *leader) reloadWorkers(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		w := &workerState{session: st.EphemeralOwner}
+		w := &workerState{session: st.EphemeralOwner, beat: time.UnixMilli(st.Mtime)}
+		if old := l.workers[id]; old != nil {
+			w.stale = old.stale
+		}
 		if err := json.Unmarshal(data, &w.info); err != nil || w.info.Capacity < 1 {
 			l.logger.Warn("worker registration unreadable: not assigning to it", "worker", id, "err", err)
 			continue

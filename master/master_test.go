@@ -394,3 +394,47 @@ func TestSkipsDrainedAndStoppingWorkers(t *testing.T) {
 	testutil.Eventually(t, wait, 10*time.Millisecond, func() bool { _, ok := w1.assignments()[next]; return ok },
 		"assigned once active again")
 }
+
+// TestSkipsStaleWorkers: a worker whose heartbeat stopped (its registration unwritten
+// past the bound, by the servers' clock) gets nothing new; one that beats does, and
+// the stale one gets work again once it beats. task.Client.Workers says stale too.
+func TestSkipsStaleWorkers(t *testing.T) {
+	c := newCluster(t)
+	c.startMaster("m1")
+	beat := func(w *fakeWorker, capacity int) {
+		t.Helper()
+		info, _ := json.Marshal(task.WorkerInfo{Capacity: capacity, Heartbeat: task.Duration(time.Second)})
+		if _, err := w.s.Conn().Set(c.layout.Worker(w.id), info, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stuck, live := c.worker("stuck", 4), c.worker("live", 1)
+	beat(stuck, 4)
+	bound := task.WorkerInfo{Heartbeat: task.Duration(time.Second)}.StaleAfter()
+	deadline := time.Now().Add(bound + time.Second)
+	for time.Now().Before(deadline) { // live beats, stuck does not
+		beat(live, 1)
+		time.Sleep(500 * time.Millisecond)
+	}
+	views, err := c.client.Workers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := map[string]bool{}
+	for _, v := range views {
+		stale[v.ID] = v.Stale
+	}
+	if !stale["stuck"] || stale["live"] {
+		t.Fatalf("stale by Workers: %v, want stuck only", stale)
+	}
+	first := c.submit(task.Spec{Command: "true"})
+	testutil.Eventually(t, wait, 10*time.Millisecond, func() bool { _, ok := live.assignments()[first]; return ok }, "assigned to the live worker")
+	second := c.submit(task.Spec{Command: "true"}) // live is full: only stuck has room
+	time.Sleep(500 * time.Millisecond)
+	if n := len(stuck.assignments()); n != 0 {
+		t.Fatalf("a stale worker got %d assignments", n)
+	}
+	beat(stuck, 4)
+	testutil.Eventually(t, wait, 10*time.Millisecond, func() bool { _, ok := stuck.assignments()[second]; return ok },
+		"assigned once the stale worker beats again")
+}

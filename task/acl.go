@@ -42,6 +42,8 @@ func (l Layout) ACLRules() []coordinator.Rule {
 		// worker and the master only read it.
 		{Pattern: l.Drains(), Grants: g(coordinator.Grant{Role: w, Perms: r}, coordinator.Grant{Role: m, Perms: r}, coordinator.Grant{Role: s, Perms: r})},
 		{Pattern: l.join("drain", "*"), Grants: g(coordinator.Grant{Role: w, Perms: r}, coordinator.Grant{Role: m, Perms: r}, coordinator.Grant{Role: s, Perms: r})},
+		// The clock node: readers (master, console) write it to learn the servers' time.
+		{Pattern: l.Clock(), Grants: g(coordinator.Grant{Role: m, Perms: crdw}, coordinator.Grant{Role: w, Perms: r}, coordinator.Grant{Role: s, Perms: r})},
 		{Pattern: l.Assign(), Grants: g(coordinator.Grant{Role: m, Perms: crdw}, coordinator.Grant{Role: w, Perms: cr}, coordinator.Grant{Role: s, Perms: r})},
 		{Pattern: l.join("assign", "*"), Grants: g(coordinator.Grant{Role: m, Perms: crd}, coordinator.Grant{Role: w, Perms: crd}, coordinator.Grant{Role: s, Perms: r})},
 		{Pattern: l.join("assign", "*", "*"), Grants: g(coordinator.Grant{Role: m, Perms: rwd}, coordinator.Grant{Role: w, Perms: rwd}, coordinator.Grant{Role: s, Perms: r})},

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/paddock/paddock/coordinator"
 )
 
 // ErrNotDrained says a worker has no drain request to withdraw.
@@ -93,6 +95,31 @@ type WorkerView struct {
 	ID    string        `json:"id"`
 	Info  WorkerInfo    `json:"info"`
 	Drain *DrainRequest `json:"drain,omitempty"`
+	// Beat is when the registration was last written (its mtime, the servers' clock);
+	// Stale says it is older than Info.StaleAfter against the servers' now.
+	Beat  time.Time `json:"beat"`
+	Stale bool      `json:"stale,omitempty"`
+}
+
+// ServerNow returns the servers' time: it writes the clock node and reads its mtime.
+func (c *Client) ServerNow() (time.Time, error) {
+	return ServerNow(c.s, c.l)
+}
+
+// ServerNow writes l's clock node through s and returns its mtime: the servers' time.
+func ServerNow(s *coordinator.Session, l Layout) (time.Time, error) {
+	conn := s.Conn()
+	p := l.Clock()
+	st, err := conn.Set(p, nil, -1)
+	if errors.Is(err, zk.ErrNoNode) {
+		if _, err = conn.Create(p, nil, 0, s.ACLFor(p)); err == nil || errors.Is(err, zk.ErrNodeExists) {
+			st, err = conn.Set(p, nil, -1)
+		}
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("task: servers' clock: %w", err)
+	}
+	return time.UnixMilli(st.Mtime).UTC(), nil
 }
 
 // Workers returns the registered workers, sorted by id, with their drain requests.
@@ -104,14 +131,28 @@ func (c *Client) Workers(ctx context.Context) ([]WorkerView, error) {
 		return nil, fmt.Errorf("task: workers: %w", err)
 	}
 	slices.Sort(ids)
+	now, nowErr := c.ServerNow() // without it (no write access), no one is judged stale
 	var out []WorkerView
 	for _, id := range ids {
 		v := WorkerView{ID: id}
-		if err := c.readJSON(ctx, c.l.Worker(id), &v.Info); err != nil {
+		var st *zk.Stat
+		if err := c.retry(ctx, func() (err error) {
+			var data []byte
+			if data, st, err = conn.Get(c.l.Worker(id)); err == nil {
+				if jerr := json.Unmarshal(data, &v.Info); jerr != nil {
+					return fmt.Errorf("%s: %w", c.l.Worker(id), jerr)
+				}
+			}
+			return err
+		}); err != nil {
 			if errors.Is(err, zk.ErrNoNode) {
 				continue
 			}
 			return nil, fmt.Errorf("task: workers: %w", err)
+		}
+		v.Beat = time.UnixMilli(st.Mtime).UTC()
+		if b := v.Info.StaleAfter(); b > 0 && nowErr == nil && now.Sub(v.Beat) > b {
+			v.Stale = true
 		}
 		if v.Drain, err = c.DrainOf(ctx, id); err != nil {
 			return nil, err

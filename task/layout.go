@@ -47,6 +47,7 @@ func (l Layout) Attempt(id string, n int) string     { return l.join("tasks", id
 func (l Layout) Lost(id string, n int) string        { return l.join("tasks", id, lostName(n)) }
 func (l Layout) Drains() string                      { return l.join("drain") }
 func (l Layout) Drain(worker string) string          { return l.join("drain", worker) }
+func (l Layout) Clock() string                       { return l.join("clock") }
 func (l Layout) Assign() string                      { return l.join("assign") }
 func (l Layout) AssignDir(worker string) string      { return l.join("assign", worker) }
 func (l Layout) Assignment(worker, id string) string { return l.join("assign", worker, id) }

@@ -187,6 +187,18 @@ type WorkerInfo struct {
 	Host           string   `json:"host,omitempty"`
 	PID            int      `json:"pid,omitempty"`
 	SessionTimeout Duration `json:"session_timeout,omitempty"`
+	// Heartbeat is how often the worker's main loop rewrites this registration; 0 for a
+	// worker that does not beat (never judged stale).
+	Heartbeat Duration `json:"heartbeat,omitempty"`
+}
+
+// StaleAfter is how old, by the servers' clock, a worker's last heartbeat may be before
+// readers call it stale: 3 intervals, at least 10 s. 0 when the worker does not beat.
+func (i WorkerInfo) StaleAfter() time.Duration {
+	if i.Heartbeat <= 0 {
+		return 0
+	}
+	return max(3*time.Duration(i.Heartbeat), 10*time.Second)
 }
 
 // DrainRequest is an operator's request, in /drain/<worker>, that a worker take no new

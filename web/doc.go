@@ -79,7 +79,8 @@
 //	POST   /api/v1/tasks/:id/retry              an ended task's spec as a new task: 201 {id, retry_of};
 //	                                            409 while it has not ended
 //	GET    /api/v1/workers                      {master: task.MasterInfo or null, workers: [{id, info,
-//	                                            assigned, running}]} (counts of /assign/<id>'s children)
+//	                                            assigned, running, beat, stale}]} (counts of /assign/<id>'s children;
+//	                                            stale: no heartbeat within info.heartbeat×3, ≥10 s)
 //
 // Replication (replicator.Admin, which masks the DSNs' passwords: the console
 // answers, shows and audits only its masked views, so a password never leaves it):

@@ -360,3 +360,43 @@ func TestKilledRunShown(t *testing.T) {
 		t.Errorf("the lost run's row shows an exit code:\n%s", r.body)
 	}
 }
+
+// TestWorkersStale: a worker whose registration has not been written for longer than
+// its heartbeat bound, by the servers' clock, is stale in the API and on the page; one
+// that beats is not.
+func TestWorkersStale(t *testing.T) {
+	f := startConsole(t)
+	l := task.DefaultLayout
+	for _, dir := range []string{l.Root(), l.Workers()} {
+		if _, err := f.conn.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
+			t.Fatal(err)
+		}
+	}
+	info, _ := json.Marshal(task.WorkerInfo{Capacity: 1, State: task.WorkerActive, Heartbeat: task.Duration(time.Second)})
+	for _, id := range []string{"stuck", "live"} {
+		if _, err := f.conn.Create(l.Worker(id), info, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(task.WorkerInfo{Heartbeat: task.Duration(time.Second)}.StaleAfter() + time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := f.conn.Set(l.Worker("live"), info, -1); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	viewer := f.login(t, "vic")
+	r := viewer.do("GET", "/api/v1/workers", nil)
+	var v ClusterView
+	if err := json.Unmarshal([]byte(r.body), &v); err != nil || len(v.Workers) != 2 {
+		t.Fatalf("workers %s: %v", r.body, err)
+	}
+	for _, w := range v.Workers {
+		if w.Stale != (w.ID == "stuck") || w.Beat.IsZero() {
+			t.Errorf("worker %s: stale %v, beat %v", w.ID, w.Stale, w.Beat)
+		}
+	}
+	if r := viewer.do("GET", "/workers", nil); !strings.Contains(r.body, "state-stale") {
+		t.Errorf("the workers page does not mark stuck stale:\n%s", r.body)
+	}
+}

@@ -27,6 +27,10 @@ type WorkerView struct {
 	// Assigned counts /assign/<id>'s children; Running those the worker marked started.
 	Assigned int `json:"assigned"`
 	Running  int `json:"running"`
+	// Beat is the registration's mtime (the worker's last heartbeat, the servers'
+	// clock); Stale says it is older than Info.StaleAfter: the master gives it nothing new.
+	Beat  time.Time `json:"beat"`
+	Stale bool      `json:"stale"`
 }
 
 // ClusterView is the task cluster's master (nil when none is elected) and workers.
@@ -83,10 +87,16 @@ func (c *Console) cluster(ctx context.Context) (ClusterView, error) {
 	if err != nil {
 		return v, err
 	}
+	now, nowErr := task.ServerNow(c.session, l) // without it, no worker is judged stale
 	for _, id := range ids {
 		w := WorkerView{ID: id}
 		if err := c.readJSON(ctx, l.Worker(id), &w.Info); errors.Is(err, zk.ErrNoNode) {
 			continue // gone meanwhile
+		}
+		if ok, st, err := c.conn.Exists(l.Worker(id)); err == nil && ok {
+			w.Beat = time.UnixMilli(st.Mtime).UTC()
+			b := w.Info.StaleAfter()
+			w.Stale = nowErr == nil && b > 0 && now.Sub(w.Beat) > b
 		}
 		assigned, err := c.childrenOf(ctx, l.AssignDir(id))
 		if err != nil {

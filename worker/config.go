@@ -49,6 +49,10 @@ type Config struct {
 	// over it kills those still running and hands them back as lost runs, which do not
 	// count against their retries. 0 hands them back at once.
 	StopGrace time.Duration
+	// HeartbeatInterval is how often the worker's main loop rewrites its registration;
+	// readers judge it stale by the servers' clock when the write is older than
+	// task.StaleAfter of it. A stuck loop stops beating.
+	HeartbeatInterval time.Duration
 }
 
 // DefaultConfig returns the defaults: a server on 127.0.0.1:2181, a 10 s session, one
@@ -61,6 +65,8 @@ func DefaultConfig() Config {
 		Capacity:       runtime.NumCPU(),
 		KillGrace:      5 * time.Second,
 		StopGrace:      30 * time.Second,
+
+		HeartbeatInterval: 3 * time.Second,
 	}
 }
 
@@ -94,6 +100,9 @@ func (c Config) Validate() error {
 	}
 	if c.StopGrace < 0 {
 		bad("stop_grace", c.StopGrace, "want 0 or more (0 hands running tasks back at once)")
+	}
+	if c.HeartbeatInterval < 100*time.Millisecond {
+		bad("heartbeat_interval", c.HeartbeatInterval, "want 100ms or more")
 	}
 	return errors.Join(errs...)
 }

@@ -60,7 +60,7 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 		k, _, _ := strings.Cut(l, " = ")
 		keys = append(keys, k)
 	}
-	want := []string{"zk", "session_timeout", "id", "capacity", "labels", "labels"}
+	want := []string{"zk", "session_timeout", "id", "capacity", "labels", "labels", "heartbeat_interval"}
 	if strings.Join(keys, " ") != strings.Join(want, " ") {
 		t.Fatalf("errors name %v; want %v:\n%v", keys, want, err)
 	}

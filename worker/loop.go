@@ -95,6 +95,8 @@ func (l *loop) run(ctx context.Context) error {
 	defer unsubscribe()
 	defer l.stopDeadline()
 	stop := ctx.Done()
+	beat := time.NewTicker(l.w.cfg.HeartbeatInterval)
+	defer beat.Stop()
 	for {
 		if l.drainDirty {
 			l.drainDirty = false
@@ -135,6 +137,8 @@ func (l *loop) run(ctx context.Context) error {
 		case <-l.deadlineC():
 			l.deadline = nil
 			l.handBackAll("the drain's deadline passed")
+		case <-beat.C:
+			l.heartbeat()
 		case <-l.graceOver:
 			l.graceOver = nil
 			l.handBackAll(fmt.Sprintf("the worker stopped and its stop grace (%v) is over", l.w.cfg.StopGrace))
@@ -177,6 +181,18 @@ func (l *loop) state() task.WorkerState {
 
 // taking says whether the worker takes new assignments.
 func (l *loop) taking() bool { return !l.stopping && l.drain == nil }
+
+// heartbeat rewrites the registration from the main loop, so that its mtime (the
+// servers' clock) says the loop still turns; a stuck loop stops beating.
+func (l *loop) heartbeat() {
+	data, err := json.Marshal(l.info)
+	if err == nil {
+		err = l.reg.Set(l.life, data)
+	}
+	if err != nil {
+		l.logger.Debug("cannot write heartbeat", "err", err)
+	}
+}
 
 // publish writes the worker's state into its registration when it changed; false if
 // it could not (it is tried again).

@@ -159,6 +159,7 @@ func (w *Worker) register(ctx context.Context, sess *coordinator.Session) (*coor
 	info := task.WorkerInfo{
 		Addr: w.cfg.Addr, Capacity: w.cfg.Capacity, Labels: w.labels, Started: time.Now().UTC(),
 		State: task.WorkerActive, Host: host, PID: os.Getpid(), SessionTimeout: task.Duration(w.cfg.SessionTimeout),
+		Heartbeat: task.Duration(w.cfg.HeartbeatInterval),
 	}
 	for _, dir := range []string{w.layout.AssignDir(w.cfg.ID), w.layout.Workers()} {
 		if err := sess.MakeDirs(ctx, dir); err != nil {

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -574,4 +575,28 @@ func TestOutcomeRecordedAfterDisconnection(t *testing.T) {
 	if c.exists(c.layout.Assignment("w1", id)) {
 		t.Error("assignment still there")
 	}
+}
+
+// TestHeartbeat: the worker's loop rewrites its registration every heartbeat_interval,
+// which says the interval, so its mtime (the servers' clock) keeps advancing.
+func TestHeartbeat(t *testing.T) {
+	c := newCluster(t)
+	cfg := c.config("hb")
+	cfg.HeartbeatInterval = 100 * time.Millisecond
+	c.start(cfg)
+	var first int64
+	testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, func() bool {
+		_, st, err := c.sess.Conn().Get(c.layout.Worker("hb"))
+		first = 0
+		if err == nil {
+			first = st.Mtime
+		}
+		return err == nil
+	}, "registered")
+	testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, func() bool {
+		data, st, err := c.sess.Conn().Get(c.layout.Worker("hb"))
+		var info task.WorkerInfo
+		return err == nil && st.Mtime > first && json.Unmarshal(data, &info) == nil &&
+			time.Duration(info.Heartbeat) == 100*time.Millisecond
+	}, "the registration rewritten with its heartbeat interval")
 }

@@ -50,6 +50,7 @@ show the workers with their state.`,
 	f.String("addr", def.Addr, "address advertised in /workers/<id> (informational)")
 	f.Duration("kill-grace", def.KillGrace, "time between SIGTERM and SIGKILL when a task is stopped")
 	f.Duration("stop-grace", def.StopGrace, "on SIGTERM, time running tasks have to end before they are killed and handed back")
+	f.Duration("heartbeat-interval", def.HeartbeatInterval, "how often the worker's loop rewrites its registration; readers call it stale after 3x this (at least 10s) by the servers' clock")
 	cmd.AddCommand(newWorkerAdminCmds()...)
 	return cmd
 }
@@ -126,6 +127,9 @@ Needs the admin or console role where role ACLs are in force.`,
 			state := v.Info.State
 			if state == "" {
 				state = task.WorkerActive
+			}
+			if v.Stale {
+				state += " (stale)" // its heartbeat stopped: it gets nothing new
 			}
 			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%d\t%s\n", v.ID, state, v.Info.Capacity, v.Info.Host, v.Info.PID, drain)
 		}
