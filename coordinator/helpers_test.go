@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"go.uber.org/goleak"
 
 	"github.com/paddock/paddock/internal/testutil"
 	"github.com/paddock/paddock/server"
@@ -34,6 +35,13 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if apache.zk != nil {
 		apache.zk.Stop()
+	}
+	// No goroutine a test started may outlive the tests.
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutines left after the tests:", err)
+			code = 1
+		}
 	}
 	os.Exit(code)
 }

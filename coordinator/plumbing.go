@@ -65,14 +65,20 @@ func (q *queue[T]) isClosed() bool {
 }
 
 // subscriber forwards a Session's events to its channel through a queue, so a slow
-// reader never blocks the Session.
+// reader never blocks the Session. close delivers what is queued, then closes the
+// channel; cancel stops at once, even while the reader has stopped reading.
 type subscriber struct {
-	q   *queue[Event]
-	out chan Event
+	q      *queue[Event]
+	out    chan Event
+	cancel func()
+	done   <-chan struct{}
 }
 
 func newSubscriber() *subscriber {
-	sub := &subscriber{q: newQueue[Event](), out: make(chan Event)}
+	done := make(chan struct{})
+	var once sync.Once
+	sub := &subscriber{q: newQueue[Event](), out: make(chan Event), done: done,
+		cancel: func() { once.Do(func() { close(done) }) }}
 	go sub.forward()
 	return sub
 }
@@ -82,9 +88,18 @@ func (sub *subscriber) close()        { sub.q.close() }
 
 func (sub *subscriber) forward() {
 	defer close(sub.out)
-	for range sub.q.ready() {
+	for {
+		select {
+		case <-sub.done:
+			return
+		case <-sub.q.ready():
+		}
 		for _, ev := range sub.q.drain() {
-			sub.out <- ev
+			select {
+			case sub.out <- ev:
+			case <-sub.done:
+				return
+			}
 		}
 		if sub.q.isClosed() {
 			return

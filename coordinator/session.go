@@ -338,7 +338,7 @@ func (s *Session) Subscribe() (events <-chan Event, cancel func()) {
 		s.mu.Unlock()
 		sub.push(Event{State: StateClosed, SessionID: s.sessionID})
 		sub.close()
-		return sub.out, func() {}
+		return sub.out, sub.cancel
 	}
 	sub.push(Event{State: s.state, SessionID: s.sessionID})
 	s.subs[sub] = struct{}{}
@@ -347,12 +347,9 @@ func (s *Session) Subscribe() (events <-chan Event, cancel func()) {
 	return sub.out, func() {
 		once.Do(func() {
 			s.mu.Lock()
-			_, ok := s.subs[sub]
 			delete(s.subs, sub)
 			s.mu.Unlock()
-			if ok {
-				sub.close()
-			}
+			sub.cancel()
 		})
 	}
 }
