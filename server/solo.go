@@ -5,12 +5,173 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
+	"github.com/paddock/paddock/server/admin"
 	"github.com/paddock/paddock/server/datatree"
 	"github.com/paddock/paddock/server/store"
 	"github.com/paddock/paddock/server/txn"
+	"github.com/paddock/paddock/server/wire"
 )
+
+// solo is the log of a standalone server (docs/threads.md): its own write-ahead log
+// and snapshots in the data directory. commitLoop is the log's single writer: it takes
+// the proposals in batches, gives each txn the next zxid, appends the batch and makes
+// it durable with one fsync; applyLoop applies the durable batches in order
+// (Server.apply) and starts a snapshot every snap_count txns or so; purgeLoop deletes
+// the snapshots and log segments no longer needed. A standalone server is always the
+// one that expires sessions, serves whenever it runs, answers a sync from its tree and
+// refuses reconfig.
+type solo struct {
+	s   *Server
+	wal *store.WAL // set by open
+
+	lastZxid     int64            // the last zxid handed out; owned by commitLoop (by open before it starts)
+	replayed     int              // txns replayed from the log at start; set once by open
+	sinceSnap    int              // txns applied since the last snapshot; owned by applyLoop (by open and start before it)
+	snapAt       int              // take a snapshot when sinceSnap reaches it; owned by applyLoop
+	snapshotting atomic.Bool      // a snapshot is being written
+	committed    chan []*proposal // commitLoop to applyLoop: durable batches in log order
+}
+
+var _ txnLog = (*solo)(nil)
+
+func newSolo(s *Server) *solo { return &solo{s: s, committed: make(chan []*proposal, 2)} }
+
+// open loads the newest good snapshot and replays the write-ahead log after it.
+// Sessions alive in the recovered state get a fresh timeout from now, as ZooKeeper gives
+// them on load: a client that does not come back within it has its session closed.
+func (sl *solo) open() error {
+	s := sl.s
+	if err := s.fs.MkdirAll(s.cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("server: data_dir: %w", err)
+	}
+	wcfg := store.DefaultConfig()
+	wcfg.Dir = s.logDir()
+	wcfg.ForceSync = s.cfg.ForceSync
+	wcfg.FS = s.fs
+	if s.cfg.PreAllocSize > 0 {
+		wcfg.SegmentSize = s.cfg.PreAllocSize
+	}
+	wal, err := store.Open(wcfg, s.logger)
+	if err != nil {
+		return fmt.Errorf("server: open log: %w", err)
+	}
+	sl.wal = wal
+	tree, err := sl.loadSnapshot()
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	replayed, err := sl.replayLog(tree)
+	if err != nil {
+		return fmt.Errorf("server: replay log: %w", err)
+	}
+	s.tree = tree
+	sl.lastZxid = max(wal.LastZxid(), tree.LastZxid())
+	s.lastApplied.Store(sl.lastZxid)
+	sl.replayed, sl.sinceSnap, sl.snapAt = replayed, replayed, sl.nextSnapCount()
+	now := time.Now()
+	next := initialSessionID(s.cfg.ServerID, now)
+	for _, sess := range tree.Sessions() {
+		s.sessions.Add(sess.ID, time.Duration(sess.Timeout)*time.Millisecond, now)
+		next = max(next, sess.ID)
+	}
+	s.nextSessionID.Store(next)
+	s.logger.Info("recovered", "zxid", hexID(sl.lastZxid), "replayed_txns", replayed, "sessions", s.sessions.Len())
+	return nil
+}
+
+// start snapshots what open replayed, so that the next start replays less, and starts
+// the log's loops.
+func (sl *solo) start() {
+	if sl.sinceSnap > 0 {
+		sl.sinceSnap = 0
+		sl.snapshotLocked() // nothing else runs yet: no lock to take
+	}
+	sl.s.goroutine(sl.commitLoop)
+	sl.s.goroutine(sl.applyLoop)
+	sl.s.goroutine(sl.purgeLoop)
+}
+
+// halt has nothing to do: the loops stop with Server.stopping.
+func (sl *solo) halt() {}
+
+func (sl *solo) close() error {
+	if sl.wal == nil {
+		return nil
+	}
+	return sl.wal.Close()
+}
+
+func (sl *solo) serving() bool   { return true }
+func (sl *solo) leading() bool   { return true }
+func (sl *solo) keptAlive(int64) {}
+
+// sync is answered from the tree, in the connection's order: every write acknowledged
+// before it is applied already.
+func (sl *solo) sync(c *conn, r *request) bool { return c.answerInOrder(r) }
+
+// reconfig is refused, through the log as an error txn (it consumes a zxid), as a
+// standalone ZooKeeper does.
+func (sl *solo) reconfig(c *conn, r *request) bool {
+	r.err = wire.ErrReconfigDisabled
+	return c.proposeWrite(r)
+}
+
+func (sl *solo) fillStats(st *admin.Stats) { st.Mode = admin.ModeStandalone }
+
+// commitLoop is the log's single writer. It takes every proposal waiting, gives each the
+// next zxid and the current time, appends them all to the write-ahead log and makes them
+// durable with one fsync (group commit), then hands the batch to applyLoop. While a batch
+// is being applied the next one is already being written.
+func (sl *solo) commitLoop() {
+	s := sl.s
+	defer close(sl.committed)
+	var enc wire.Encoder
+	for {
+		batch := s.nextBatch()
+		if batch == nil {
+			return
+		}
+		now := time.Now().UnixMilli()
+		for _, p := range batch {
+			sl.lastZxid++
+			p.txn.Zxid, p.txn.Time = sl.lastZxid, now
+			enc.Reset()
+			p.txn.Encode(&enc)
+			if err := sl.wal.Append(p.txn.Zxid, enc.Bytes()); err != nil {
+				s.fatal(fmt.Errorf("append to log: %w", err))
+				return
+			}
+		}
+		start := time.Now()
+		if err := sl.wal.Sync(); err != nil {
+			s.fatal(fmt.Errorf("sync log: %w", err))
+			return
+		}
+		s.admin.ObserveFsync(time.Since(start))
+		select {
+		case sl.committed <- batch:
+		case <-s.stopping:
+			return
+		}
+	}
+}
+
+// applyLoop applies committed batches in log order (Server.apply), and after each txn
+// counts towards the next snapshot. It is the tree's only writer, so a snapshot taken
+// right after a txn's apply holds the tree as that txn left it.
+func (sl *solo) applyLoop() {
+	for batch := range sl.committed {
+		for _, p := range batch {
+			sl.s.apply(p)
+			if sl.sinceSnap++; sl.sinceSnap >= sl.snapAt {
+				sl.snapshot()
+			}
+		}
+	}
+}
 
 // snapDir and logDir are where snapshots and the write-ahead log live.
 func (s *Server) snapDir() string { return snapDirOf(s.cfg.DataDir) }
@@ -39,14 +200,16 @@ func readTree(path string, fsys store.FS) (*datatree.Tree, error) {
 
 // nextSnapCount draws how many txns to apply before the next snapshot, from
 // [SnapCount/2+1, SnapCount] as ZooKeeper does, so servers sharing a disk spread out.
-func (s *Server) nextSnapCount() int {
+func (sl *solo) nextSnapCount() int {
+	s := sl.s
 	half := s.cfg.SnapCount / 2
 	return half + 1 + rand.IntN(s.cfg.SnapCount-half)
 }
 
 // loadSnapshot loads the newest snapshot that reads back whole, falling back to older
 // ones (and saying so) when one is damaged. With none, it returns a fresh tree.
-func (s *Server) loadSnapshot() (*datatree.Tree, error) {
+func (sl *solo) loadSnapshot() (*datatree.Tree, error) {
+	s := sl.s
 	tmps, err := store.RemoveSnapshotTemps(s.snapDir(), s.fs)
 	if err != nil {
 		return nil, err
@@ -73,9 +236,10 @@ func (s *Server) loadSnapshot() (*datatree.Tree, error) {
 }
 
 // replayLog applies the log records after the tree's zxid and returns how many it applied.
-func (s *Server) replayLog(t *datatree.Tree) (int, error) {
+func (sl *solo) replayLog(t *datatree.Tree) (int, error) {
+	s := sl.s
 	n := 0
-	err := s.wal.Replay(t.LastZxid(), func(zxid int64, payload []byte) error {
+	err := sl.wal.Replay(t.LastZxid(), func(zxid int64, payload []byte) error {
 		x, err := txn.Decode(payload)
 		if err != nil {
 			return fmt.Errorf("txn %s: %w", hexID(zxid), err)
@@ -92,33 +256,33 @@ func (s *Server) replayLog(t *datatree.Tree) (int, error) {
 	return n, err
 }
 
-// maybeSnapshotLocked starts a background snapshot once enough txns have been applied
-// since the last one. If the previous snapshot is still being written, this one is
-// skipped and the count starts again, as ZooKeeper's "too busy to snap, skipping" does:
-// retrying at every txn would have a loaded server snapshot back to back. The caller
-// holds the tree write lock: taking the snapshot is an O(1) clone, and writing it
-// happens on another goroutine while the tree keeps changing.
-func (s *Server) maybeSnapshotLocked() {
-	s.sinceSnap++
-	if s.sinceSnap < s.snapAt {
-		return
-	}
-	s.sinceSnap, s.snapAt = 0, s.nextSnapCount()
-	if !s.snapshotLocked() {
-		s.logger.Warn("too busy to snapshot, skipping: the previous snapshot is still being written")
+// snapshot starts a background snapshot, as applyLoop counted enough txns since the
+// last one. If the previous snapshot is still being written, this one is skipped and
+// the count starts again, as ZooKeeper's "too busy to snap, skipping" does: retrying at
+// every txn would have a loaded server snapshot back to back. Taking the snapshot is an
+// O(1) clone under the tree write lock, and writing it happens on another goroutine
+// while the tree keeps changing.
+func (sl *solo) snapshot() {
+	sl.sinceSnap, sl.snapAt = 0, sl.nextSnapCount()
+	sl.s.treeMu.Lock()
+	started := sl.snapshotLocked()
+	sl.s.treeMu.Unlock()
+	if !started {
+		sl.s.logger.Warn("too busy to snapshot, skipping: the previous snapshot is still being written")
 	}
 }
 
 // snapshotLocked starts writing a snapshot of the tree as it is now, unless one is
 // already being written; it reports whether it started one.
-func (s *Server) snapshotLocked() bool {
-	if !s.snapshotting.CompareAndSwap(false, true) {
+func (sl *solo) snapshotLocked() bool {
+	s := sl.s
+	if !sl.snapshotting.CompareAndSwap(false, true) {
 		return false
 	}
 	snap := s.tree.Snapshot()
 	s.goroutine(func() {
-		defer s.snapshotting.Store(false)
-		if err := s.writeSnapshot(snap); err != nil {
+		defer sl.snapshotting.Store(false)
+		if err := sl.writeSnapshot(snap); err != nil {
 			// The log still holds everything: a failed snapshot costs recovery time only.
 			s.logger.Error("snapshot failed", "zxid", hexID(snap.Zxid), "err", err)
 		}
@@ -127,7 +291,8 @@ func (s *Server) snapshotLocked() bool {
 }
 
 // writeSnapshot writes snap to a temp file, then renames it into place.
-func (s *Server) writeSnapshot(snap *datatree.Snapshot) error {
+func (sl *solo) writeSnapshot(snap *datatree.Snapshot) error {
+	s := sl.s
 	start := time.Now()
 	w, err := store.CreateSnapshot(s.snapDir(), snap.Zxid, s.fs)
 	if err != nil {
@@ -158,14 +323,15 @@ func (s *Server) writeSnapshot(snap *datatree.Snapshot) error {
 // segments only they needed, at start and then every PurgeInterval (ZooKeeper's
 // autopurge, which also runs first at start: a server restarted more often than the
 // interval still purges).
-func (s *Server) purgeLoop() {
+func (sl *solo) purgeLoop() {
+	s := sl.s
 	if s.cfg.PurgeInterval <= 0 {
 		return
 	}
 	ticker := time.NewTicker(s.cfg.PurgeInterval)
 	defer ticker.Stop()
 	for {
-		if err := s.purge(); err != nil {
+		if err := sl.purge(); err != nil {
 			s.logger.Error("purge failed", "err", err)
 		}
 		select {
@@ -176,7 +342,8 @@ func (s *Server) purgeLoop() {
 	}
 }
 
-func (s *Server) purge() error {
+func (sl *solo) purge() error {
+	s := sl.s
 	removed, oldest, err := store.PurgeSnapshots(s.snapDir(), s.fs, s.cfg.SnapRetainCount)
 	if err != nil {
 		return fmt.Errorf("purge snapshots: %w", err)
@@ -184,7 +351,7 @@ func (s *Server) purge() error {
 	if oldest <= 0 {
 		return nil // fewer snapshots than retained: the log is all still needed
 	}
-	segments, err := s.wal.PurgeBefore(oldest)
+	segments, err := sl.wal.PurgeBefore(oldest)
 	if err != nil {
 		return fmt.Errorf("purge log: %w", err)
 	}
