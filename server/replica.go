@@ -25,8 +25,9 @@ import (
 // connections are closed, and they retry on another member.
 var errNotServing = errors.New("server: not serving: no leader")
 
-// replica is a server's membership of a replicated ensemble (docs/ensemble.md): its
-// Raft member and what the server keeps about its own proposals. The member's log is
+// replica is a server's membership of a replicated ensemble (docs/ensemble.md), the
+// txnLog of a member, beside solo: its Raft member and what the server keeps about
+// its own proposals. The member's log is
 // Raft's, and its tree is rebuilt from Raft's snapshot and log at every start.
 //
 // Writes: proposeLoop takes the proposals of this member's clients in batches and

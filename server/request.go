@@ -70,7 +70,7 @@ func kindOf(op wire.Op) reqKind {
 type reqState uint8
 
 const (
-	// stateReady: the answer can be made (execLocal, or replyWrite from res).
+	// stateReady: the answer can be made (answerFromTree, or replyWrite from res).
 	stateReady reqState = iota
 	// stateApplying: proposed to the log and not yet applied.
 	stateApplying
@@ -152,7 +152,7 @@ func (c *conn) answerInOrder(r *request) bool {
 	}
 	c.mu.Unlock()
 	c.s.treeMu.RLock()
-	c.execLocal(r)
+	c.answerFromTree(r)
 	c.s.treeMu.RUnlock()
 	return !r.close
 }
@@ -293,7 +293,7 @@ func (c *conn) answerReadyLocked() {
 		if r.kind == kindLog {
 			c.replyWrite(&r.prop, &r.res)
 		} else {
-			c.execLocal(r)
+			c.answerFromTree(r)
 		}
 	}
 }
