@@ -24,7 +24,7 @@ func (c *conn) handshake(body []byte) bool {
 	c.stats.PacketReceived()
 	s.received.Add(1)
 	start := time.Now()
-	if !s.log.serving() {
+	if !s.log.takesClients() {
 		// A member without a leader does not serve: the client tries another one.
 		s.logger.Debug("refusing client: not serving", "remote", c.nc.RemoteAddr().String())
 		return false

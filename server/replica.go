@@ -26,9 +26,9 @@ import (
 var errNotServing = errors.New("server: not serving: no leader")
 
 // replica is a server's membership of a replicated ensemble (docs/ensemble.md), the
-// txnLog of a member, beside solo: its Raft member and what the server keeps about
-// its own proposals. The member's log is
-// Raft's, and its tree is rebuilt from Raft's snapshot and log at every start.
+// txnLog of a member (solo's counterpart): its Raft member and what the server keeps
+// about its own proposals. The member's log is Raft's, and its tree is rebuilt from
+// Raft's snapshot and log at every start.
 //
 // Writes: proposeLoop takes the proposals of this member's clients in batches and
 // submits each batch as one Raft entry; the Ready loop applies committed entries
@@ -56,8 +56,8 @@ type replica struct {
 	undecodable atomic.Uint64 // committed entries applied as error txns: they did not decode
 	lastZxid    int64         // the last zxid given to a txn; owned by the Ready loop (apply, confChanged, Restore)
 
-	inService atomic.Bool // serving clients: caught up with a leader (catchUp) and not stopped since (stopServing)
-	removed   atomic.Bool // a reconfig took this member out of the ensemble
+	serving atomic.Bool
+	removed atomic.Bool // a reconfig took this member out of the ensemble
 	// peers is node for setMembers, which the apply of the log's membership
 	// changes calls while quorum.New replays the log, before node is set.
 	peers  atomic.Pointer[quorum.Node]
@@ -367,7 +367,7 @@ func (r *replica) proposeLoop() {
 		if batch == nil || !r.waitRoom() {
 			return
 		}
-		if !r.inService.Load() {
+		if !r.serving.Load() {
 			r.fail(batch)
 			continue
 		}
@@ -469,7 +469,7 @@ func (r *replica) watchLoop() {
 			r.leaderChanged(st)
 		}
 		r.status.Store(&st) // after leaderChanged: a new leader expires nothing before it re-arms the sessions
-		if st.Leader != 0 && !r.inService.Load() && !r.removed.Load() {
+		if st.Leader != 0 && !r.serving.Load() && !r.removed.Load() {
 			r.catchUp()
 		}
 		if now := time.Now(); st.Role != quorum.RoleLeader && st.Leader != 0 && now.Sub(reported) >= s.cfg.TickTime/2 {
@@ -502,7 +502,7 @@ func (r *replica) leaderChanged(st quorum.Status) {
 // proposals waiting are given up and every client connection is closed, so that
 // clients reconnect, here or elsewhere, to a state at least as new as the last they saw.
 func (r *replica) stopServing() {
-	if r.inService.Swap(false) {
+	if r.serving.Swap(false) {
 		r.s.logger.Info("not serving clients until caught up with a leader")
 	}
 	r.failPending()
@@ -519,7 +519,7 @@ func (r *replica) catchUp() {
 	if _, err := r.node.ReadIndex(ctx); err != nil {
 		return
 	}
-	r.inService.Store(true)
+	r.serving.Store(true)
 	r.s.logger.Info("serving clients", "zxid", hexID(r.s.lastApplied.Load()))
 }
 
@@ -604,9 +604,9 @@ func (r *replica) Restore(data []byte, index, term uint64) error {
 	return nil
 }
 
-// serving reports whether the member takes clients: it follows a leader it has caught
-// up with (watchLoop). A client refused tries another member.
-func (r *replica) serving() bool { return r.inService.Load() }
+// takesClients reports whether the member serves clients: it follows a leader it has
+// caught up with (watchLoop). A client refused tries another member.
+func (r *replica) takesClients() bool { return r.serving.Load() }
 
 // keptAlive notes client traffic on session id for the next report to the leader; the
 // leader touches its session table itself.
@@ -657,7 +657,7 @@ func (r *replica) mode() string {
 // fillStats adds the member's part to the admin figures.
 func (r *replica) fillStats(st *admin.Stats) {
 	st.Mode = r.mode()
-	st.NotServing = !r.inService.Load()
+	st.NotServing = !r.serving.Load()
 	q := &admin.QuorumStats{}
 	for _, m := range r.membersNow() {
 		if !m.Observer {

@@ -104,9 +104,9 @@ func (sl *solo) close() error {
 	return sl.wal.Close()
 }
 
-func (sl *solo) serving() bool   { return true }
-func (sl *solo) leading() bool   { return true }
-func (sl *solo) keptAlive(int64) {}
+func (sl *solo) takesClients() bool { return true }
+func (sl *solo) leading() bool      { return true }
+func (sl *solo) keptAlive(int64)    {}
 
 // sync is answered from the tree, in the connection's order: every write acknowledged
 // before it is applied already.

@@ -26,9 +26,9 @@ type txnLog interface {
 	// called also when open failed or was never called.
 	close() error
 
-	// serving reports whether the server takes clients now (a member only while it
-	// follows a leader it has caught up with).
-	serving() bool
+	// takesClients reports whether the server serves clients now (a member only
+	// while it follows a leader it has caught up with).
+	takesClients() bool
 	// leading reports whether this server decides what only one server may: session
 	// expiry and the reaping of containers and TTL nodes.
 	leading() bool
