@@ -17,7 +17,6 @@ func (s *Server) Stats() admin.Stats {
 	s.treeMu.RUnlock()
 	conns := len(s.connList())
 	st := admin.Stats{
-		Mode:            admin.ModeStandalone,
 		Zxid:            s.lastApplied.Load(),
 		Nodes:           int64(nodes),
 		DataSize:        size,
@@ -31,9 +30,7 @@ func (s *Server) Stats() admin.Stats {
 		Limits:          s.limitStats(),
 		QuotaAudit:      s.quotaAuditStats(),
 	}
-	if s.rep != nil {
-		s.rep.fillStats(&st)
-	}
+	s.log.fillStats(&st)
 	return st
 }
 

@@ -33,7 +33,7 @@ func TestDumpStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Delete("/missing", -1)
-	waitFor(t, "a snapshot", func() bool { return snapshotCount(t, s) >= 1 && !s.snapshotting.Load() })
+	waitFor(t, "a snapshot", func() bool { return snapshotCount(t, s) >= 1 && !s.log.(*solo).snapshotting.Load() })
 	s.Close()
 
 	var out bytes.Buffer

@@ -220,7 +220,7 @@ func TestSnapshotsUnderLoad(t *testing.T) {
 	cfg.PurgeInterval = 20 * time.Millisecond
 	s := startTest(t, cfg)
 	a := writeLoad(t, s.Addr().String(), 8, 250)
-	waitFor(t, "snapshots", func() bool { return snapshotCount(t, s) >= 3 && !s.snapshotting.Load() })
+	waitFor(t, "snapshots", func() bool { return snapshotCount(t, s) >= 3 && !s.log.(*solo).snapshotting.Load() })
 	waitFor(t, "the purge", func() bool { return snapshotCount(t, s) <= cfg.SnapRetainCount })
 	want, zxid := s.digest(), s.lastApplied.Load()
 	s.Close()
@@ -232,8 +232,8 @@ func TestSnapshotsUnderLoad(t *testing.T) {
 	if r.lastApplied.Load() != zxid {
 		t.Fatalf("zxid after restart %x, before %x", r.lastApplied.Load(), zxid)
 	}
-	if total := 8*250 + 10; r.replayed >= total/2 {
-		t.Fatalf("the restart replayed %d txns of about %d: it did not start from a snapshot", r.replayed, total)
+	if total := 8*250 + 10; r.log.(*solo).replayed >= total/2 {
+		t.Fatalf("the restart replayed %d txns of about %d: it did not start from a snapshot", r.log.(*solo).replayed, total)
 	}
 	a.check(t, r)
 	segments, _ := os.ReadDir(r.logDir())
@@ -250,7 +250,7 @@ func TestRecoverPastDamagedSnapshot(t *testing.T) {
 	cfg.PurgeInterval = 0
 	s := startTest(t, cfg)
 	writeLoad(t, s.Addr().String(), 4, 200)
-	waitFor(t, "two snapshots", func() bool { return snapshotCount(t, s) >= 2 && !s.snapshotting.Load() })
+	waitFor(t, "two snapshots", func() bool { return snapshotCount(t, s) >= 2 && !s.log.(*solo).snapshotting.Load() })
 	want := s.digest()
 	s.Close()
 
@@ -314,7 +314,7 @@ func TestSnapshotFailureIsNotFatal(t *testing.T) {
 	s := startTest(t, cfg, WithFS(fsys))
 	writeLoad(t, s.Addr().String(), 4, 150)
 	waitFor(t, "a snapshot after the failures", func() bool {
-		return fault.Fired() == 3 && snapshotCount(t, s) >= 1 && !s.snapshotting.Load()
+		return fault.Fired() == 3 && snapshotCount(t, s) >= 1 && !s.log.(*solo).snapshotting.Load()
 	})
 	select {
 	case <-s.Done():
@@ -337,7 +337,7 @@ func TestPurgeAtStart(t *testing.T) {
 	cfg.PurgeInterval = 0
 	s := startTest(t, cfg)
 	writeLoad(t, s.Addr().String(), 4, 200)
-	waitFor(t, "snapshots", func() bool { return snapshotCount(t, s) > cfg.SnapRetainCount && !s.snapshotting.Load() })
+	waitFor(t, "snapshots", func() bool { return snapshotCount(t, s) > cfg.SnapRetainCount && !s.log.(*solo).snapshotting.Load() })
 	s.Close()
 	cfg.PurgeInterval = time.Hour
 	r := startTest(t, cfg)

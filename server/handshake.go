@@ -24,7 +24,7 @@ func (c *conn) handshake(body []byte) bool {
 	c.stats.PacketReceived()
 	s.received.Add(1)
 	start := time.Now()
-	if s.rep != nil && !s.rep.serving.Load() {
+	if !s.log.takesClients() {
 		// A member without a leader does not serve: the client tries another one.
 		s.logger.Debug("refusing client: not serving", "remote", c.nc.RemoteAddr().String())
 		return false
@@ -121,9 +121,7 @@ func (s *Server) resumeSession(c *conn, id int64, password []byte) bool {
 // attach makes c the connection of its session, closing any earlier one: a session has
 // one connection at a time (ZooKeeper's CLIENT_RECONNECT).
 func (s *Server) attach(c *conn, id int64) {
-	if s.rep != nil {
-		s.rep.touch(id) // the leader hears of it with the member's next report
-	}
+	s.log.keptAlive(id) // a member's leader hears of it with the member's next report
 	s.mu.Lock()
 	old := s.sessionConns[id]
 	s.sessionConns[id] = c

@@ -181,8 +181,8 @@ func (r *replica) confChanged(ce *quorum.ConfEntry) {
 		return
 	}
 	mtime, ms := mc.mtime, mc.members
-	s.lastZxid = nextZxid(s.lastZxid, ce.Term)
-	zxid := s.lastZxid
+	r.lastZxid = nextZxid(r.lastZxid, ce.Term)
+	zxid := r.lastZxid
 	s.treeMu.Lock()
 	s.tree.ReconfigTo(configData(ms, zxid), zxid, mtime)
 	s.lastApplied.Store(zxid)
@@ -190,15 +190,4 @@ func (r *replica) confChanged(ce *quorum.ConfEntry) {
 	s.treeMu.Unlock()
 	s.logger.Info("ensemble changed", "zxid", hexID(zxid), "members", len(ms))
 	r.setMembers(ms)
-}
-
-// reconfigure answers a reconfig on a member of an ensemble that allows them: like a
-// sync, it waits in the connection's queue until done, then answers with the new
-// /zookeeper/config.
-func (c *conn) reconfigure(r *request) bool {
-	return c.answerLater(r, func() (wire.Code, bool) {
-		code := c.s.rep.reconfigure(c.ctx, r.rec.(*wire.ReconfigRequest), r.ids)
-		c.s.auditReconfig(c, r, code)
-		return code, true
-	})
 }

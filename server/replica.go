@@ -25,9 +25,10 @@ import (
 // connections are closed, and they retry on another member.
 var errNotServing = errors.New("server: not serving: no leader")
 
-// replica is a server's membership of a replicated ensemble (docs/ensemble.md): its
-// Raft member and what the server keeps about its own proposals. The member's log is
-// Raft's, and its tree is rebuilt from Raft's snapshot and log at every start.
+// replica is a server's membership of a replicated ensemble (docs/ensemble.md), the
+// txnLog of a member (solo's counterpart): its Raft member and what the server keeps
+// about its own proposals. The member's log is Raft's, and its tree is rebuilt from
+// Raft's snapshot and log at every start.
 //
 // Writes: proposeLoop takes the proposals of this member's clients in batches and
 // submits each batch as one Raft entry; the Ready loop applies committed entries
@@ -53,6 +54,7 @@ type replica struct {
 
 	maxEntry    int           // the largest Raft entry this member proposes (maxEntryBytes)
 	undecodable atomic.Uint64 // committed entries applied as error txns: they did not decode
+	lastZxid    int64         // the last zxid given to a txn; owned by the Ready loop (apply, confChanged, Restore)
 
 	serving atomic.Bool
 	removed atomic.Bool // a reconfig took this member out of the ensemble
@@ -60,6 +62,15 @@ type replica struct {
 	// changes calls while quorum.New replays the log, before node is set.
 	peers  atomic.Pointer[quorum.Node]
 	status atomic.Pointer[quorum.Status] // as watchLoop last saw it
+}
+
+var _ txnLog = (*replica)(nil)
+
+func newReplica(s *Server) *replica {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &replica{s: s, id: uint64(s.cfg.ServerID), ctx: ctx, cancel: cancel,
+		maxEntry: maxEntryBytes(s.cfg.MaxBuffer),
+		pending:  make(map[uint64][]*proposal), room: make(chan struct{}, 1), touched: make(map[int64]struct{})}
 }
 
 // raftDir is where a member keeps its Raft log and snapshots.
@@ -71,9 +82,10 @@ func (s *Server) raftDir() string {
 	return filepath.Join(dir, "raft")
 }
 
-// startReplica starts this server's Raft member and waits until the state its own log
-// holds is applied. It takes the place of recover for a member of an ensemble.
-func (s *Server) startReplica() error {
+// open starts this server's Raft member and waits until the state its own log holds is
+// applied.
+func (r *replica) open() error {
+	s := r.s
 	members, err := s.cfg.Members()
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
@@ -81,11 +93,8 @@ func (s *Server) startReplica() error {
 	if err := s.fs.MkdirAll(s.cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("server: data_dir: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &replica{s: s, id: uint64(s.cfg.ServerID), members: members, ctx: ctx, cancel: cancel,
-		maxEntry: maxEntryBytes(s.cfg.MaxBuffer),
-		pending:  make(map[uint64][]*proposal), room: make(chan struct{}, 1), touched: make(map[int64]struct{})}
-	s.rep = r
+	r.members = members
+	ctx := r.ctx
 	s.tree = datatree.New()
 	s.tree.SetConfig(configData(members, 0))
 
@@ -210,6 +219,15 @@ func (r *replica) setMembers(ms []Member) {
 	}
 }
 
+// start starts the member's loops; its Raft Ready loop runs since open.
+func (r *replica) start() {
+	r.s.goroutine(r.proposeLoop)
+	r.s.goroutine(r.watchLoop)
+}
+
+// halt ends the proposals and the reads waiting on Raft.
+func (r *replica) halt() { r.cancel() }
+
 // close stops the member; the server's goroutines have ended.
 func (r *replica) close() error {
 	r.cancel()
@@ -315,8 +333,8 @@ func (r *replica) apply(e *quorum.Entry) {
 		}
 	}
 	for _, p := range batch {
-		s.lastZxid = nextZxid(s.lastZxid, e.Term)
-		p.txn.Zxid = s.lastZxid
+		r.lastZxid = nextZxid(r.lastZxid, e.Term)
+		p.txn.Zxid = r.lastZxid
 		s.apply(p)
 	}
 }
@@ -576,14 +594,47 @@ func (r *replica) Restore(data []byte, index, term uint64) error {
 	}
 	s.treeMu.Lock()
 	s.tree = t
-	s.lastZxid = t.LastZxid()
-	s.lastApplied.Store(s.lastZxid)
+	r.lastZxid = t.LastZxid()
+	s.lastApplied.Store(r.lastZxid)
 	s.sessions.Replace(timeouts, time.Now())
 	s.treeMu.Unlock()
 	r.stopServing()
 	s.logger.Info("state loaded from a snapshot", "raft_index", index, "term", term,
 		"zxid", hexID(t.LastZxid()), "nodes", t.NodeCount()-1)
 	return nil
+}
+
+// takesClients reports whether the member serves clients: it follows a leader it has
+// caught up with (watchLoop). A client refused tries another member.
+func (r *replica) takesClients() bool { return r.serving.Load() }
+
+// keptAlive notes client traffic on session id for the next report to the leader; the
+// leader touches its session table itself.
+func (r *replica) keptAlive(id int64) {
+	if !r.leading() {
+		r.touch(id)
+	}
+}
+
+// sync answers a sync once the member has applied everything the leader had committed
+// when the sync arrived (a Raft ReadIndex round), so that reads after it see every
+// write acknowledged before it anywhere.
+func (r *replica) sync(c *conn, req *request) bool {
+	return c.answerLater(req, func() (wire.Code, bool) {
+		_, err := r.node.ReadIndex(c.ctx)
+		return wire.OK, err == nil // without an answer the member lost its leader, or the connection closed
+	})
+}
+
+// reconfig answers a reconfig like a sync: it waits in the connection's queue until
+// the membership change is applied here (reconfigure), then answers with the new
+// /zookeeper/config.
+func (r *replica) reconfig(c *conn, req *request) bool {
+	return c.answerLater(req, func() (wire.Code, bool) {
+		code := r.reconfigure(c.ctx, req.rec.(*wire.ReconfigRequest), req.ids)
+		c.s.auditReconfig(c, req, code)
+		return code, true
+	})
 }
 
 // leading reports whether the member led when watchLoop last looked.

@@ -269,7 +269,13 @@ func TestEnsembleReconfigAddsAndRemovesMembers(t *testing.T) {
 	if !strings.Contains(string(config), "server.4=") || !strings.Contains(string(config), fmt.Sprintf("version=%x", stat.Mzxid)) {
 		t.Errorf("member 4's /zookeeper/config = %q", config)
 	}
-	if q := e.Server(e.Leader()).Stats().Quorum; q == nil || q.Size != 4 || q.Followers != 3 {
+	// The leader's figures are its Raft status as its watchLoop last read it (every
+	// election timeout / 10): member 4 may serve before they count it.
+	var q *admin.QuorumStats
+	if !testutil.WaitFor(10*time.Second, 20*time.Millisecond, func() bool {
+		q = e.Server(e.Leader()).Stats().Quorum
+		return q != nil && q.Size == 4 && q.Followers == 3
+	}) {
 		t.Errorf("leader's quorum stats %+v, want size 4 and 3 followers", q)
 	}
 

@@ -8,32 +8,80 @@ import (
 	"github.com/paddock/paddock/server/wire"
 )
 
-// request is one decoded client request. A write carries its txn and proposal in the
-// same allocation.
+// request is one decoded client request. A request through the log carries its txn
+// and proposal in the same allocation.
 type request struct {
 	xid   int32
 	op    wire.Op
+	kind  reqKind
+	state reqState // guarded by the conn's mu once the request is in its queue
 	rec   wire.Record
 	ids   []wire.Identity // the connection's identities when the request arrived
-	write bool            // goes through the log
 	err   wire.Code       // answer with this error instead of executing (bad record, bad op)
 	close bool            // close the connection after answering
 	start time.Time
 	// weight is how many outstanding requests the request counts as (requestWeight).
 	weight int64
-	// later marks a request answered by answerLater (a member's sync or reconfig), not
-	// through the log. Such a request and a write wait in their connection's queue
-	// until ready; res is a write's outcome. ready and res are guarded by the conn's mu.
-	later bool
-	ready bool
-	res   txn.Result
+	res    txn.Result // a request through the log: its outcome, kept while it waits to be answered
 
 	txn  txn.Txn
 	prop proposal
 }
 
-// dispatch decodes one request frame and starts it: a write is proposed to the log; any
-// other request is answered now, or, if writes of this connection are still in flight,
+// reqKind says how a request is answered.
+type reqKind uint8
+
+const (
+	// kindRead is answered from the tree (read.go): reads, watch management, auth,
+	// ping, and every request refused before it reaches the log.
+	kindRead reqKind = iota
+	// kindLog goes through the log (proposeWrite) and is answered once applied
+	// (completeWrite): the writes, closeSession, a refused write as an error txn.
+	kindLog
+	// kindSync is answered once the tree holds every write acknowledged before it
+	// anywhere: at once on a standalone server, after a ReadIndex round on a member
+	// (txnLog.sync).
+	kindSync
+	// kindReconfig changes the ensemble (txnLog.reconfig); refused, it goes through the
+	// log as an error txn (kindLog), as ZooKeeper's does.
+	kindReconfig
+)
+
+// kindOf is the kind of a request of type op as decoded.
+func kindOf(op wire.Op) reqKind {
+	switch {
+	case op == wire.OpSync:
+		return kindSync
+	case op == wire.OpReconfig:
+		return kindReconfig
+	case op.IsWrite():
+		return kindLog
+	}
+	return kindRead
+}
+
+// reqState is where a request in its connection's queue stands. The queue answers in
+// arrival order: a request is answered when it is first in the queue and stateReady.
+//
+//	stateReady                     a read, from the start
+//	stateApplying ─► (answered)    through the log: answered at once when applied first in the queue (completeWrite)
+//	              ─► stateReady    applied behind a request still waiting: its outcome kept in res
+//	stateWaiting  ─► stateReady    a member's sync or reconfig, once its round ended (answerLater): its code in err
+type reqState uint8
+
+const (
+	// stateReady: the answer can be made (answerFromTree, or replyWrite from res).
+	stateReady reqState = iota
+	// stateApplying: proposed to the log and not yet applied.
+	stateApplying
+	// stateWaiting: a round with the ensemble (a ReadIndex, a membership change) is
+	// under way; writes applied meanwhile wait behind it.
+	stateWaiting
+)
+
+// dispatch decodes one request frame and starts it by its kind: a request through the
+// log is proposed; a sync or reconfig goes to the log's own way of answering it; any
+// other request is answered now, or, if requests of this connection are still waiting,
 // after them, so replies leave in request order. It returns false when the connection
 // must stop reading.
 func (c *conn) dispatch(body []byte) bool {
@@ -53,39 +101,46 @@ func (c *conn) dispatch(body []byte) bool {
 		// of the expiry when it reconnects.
 		return false
 	}
-	r := &request{xid: h.Xid, op: h.Op, start: now, weight: requestWeight(len(body))}
+	r := &request{xid: h.Xid, op: h.Op, kind: kindOf(h.Op), start: now, weight: requestWeight(len(body))}
 	c.admit(r.weight)
 	r.rec, r.err = decodeRequest(h.Op, d)
-	r.write = h.Op.IsWrite()
 	switch {
 	case r.err == wire.ErrUnimplemented:
 		// ZooKeeper answers an opcode it does not know with Unimplemented and hangs up.
-		r.close, r.write = true, false
+		r.close, r.kind = true, kindRead
 	case r.err == wire.OK && h.Op == wire.OpAuth && !c.authenticate(r.rec.(*wire.AuthPacket)):
 		r.err, r.close = wire.ErrAuthFailed, true
 	case r.err == wire.OK && h.Op == wire.OpSASL:
 		c.saslStep(r)
 	}
 	if !c.mayProceed(h.Op) {
-		r.err, r.close, r.write = wire.ErrSessionClosedRequireSASL, true, false
+		r.err, r.close, r.kind = wire.ErrSessionClosedRequireSASL, true, kindRead
 	}
 	r.ids = c.identities()
-	if rep := s.rep; rep != nil && !rep.leading() {
-		c.reportActivity(now, sid)
-	}
-	if h.Op == wire.OpReconfig && r.err == wire.OK {
-		if s.rep == nil || !s.cfg.ReconfigEnabled {
+	c.reportActivity(now, sid)
+	switch r.kind {
+	case kindLog:
+		return c.proposeWrite(r)
+	case kindReconfig:
+		if r.err == wire.OK && s.cfg.ReconfigEnabled {
+			return s.log.reconfig(c, r)
+		}
+		if r.err == wire.OK {
 			r.err = wire.ErrReconfigDisabled
-		} else {
-			return c.reconfigure(r)
+		}
+		return c.proposeWrite(r) // refused: logged as an error txn
+	case kindSync:
+		if r.err == wire.OK {
+			return s.log.sync(c, r)
 		}
 	}
-	if r.write {
-		return c.proposeWrite(r, sid)
-	}
-	if h.Op == wire.OpSync && r.err == wire.OK && s.rep != nil {
-		return c.syncWithLeader(r)
-	}
+	return c.answerInOrder(r)
+}
+
+// answerInOrder answers a request from the tree now, or, if requests of this
+// connection are still waiting, after them, so replies leave in request order. It
+// returns false when the connection must stop reading.
+func (c *conn) answerInOrder(r *request) bool {
 	if r.close {
 		c.draining.Store(true)
 	}
@@ -96,9 +151,9 @@ func (c *conn) dispatch(body []byte) bool {
 		return !r.close
 	}
 	c.mu.Unlock()
-	s.treeMu.RLock()
-	c.execLocal(r)
-	s.treeMu.RUnlock()
+	c.s.treeMu.RLock()
+	c.answerFromTree(r)
+	c.s.treeMu.RUnlock()
 	return !r.close
 }
 
@@ -152,10 +207,12 @@ func normalizeMulti(op wire.Op, m *wire.MultiRequest) bool {
 	return true
 }
 
-// proposeWrite queues a write behind the connection's earlier requests and proposes it.
-// A write refused at decoding is logged as an error txn: it still consumes a zxid.
-func (c *conn) proposeWrite(r *request, sid int64) bool {
-	r.txn = txn.Txn{Session: sid, Cxid: r.xid, Op: r.op, Ids: r.ids, Req: r.rec}
+// proposeWrite queues a request through the log behind the connection's earlier
+// requests and proposes it. A write refused at decoding is logged as an error txn: it
+// still consumes a zxid.
+func (c *conn) proposeWrite(r *request) bool {
+	r.kind, r.state = kindLog, stateApplying
+	r.txn = txn.Txn{Session: c.sessionID.Load(), Cxid: r.xid, Op: r.op, Ids: r.ids, Req: r.rec}
 	x := &r.txn
 	if r.err != wire.OK {
 		x.Op, x.Req = wire.OpError, &txn.ErrorTxn{Code: int32(r.err)}
@@ -201,14 +258,14 @@ func (c *conn) tooManyIdentities() bool {
 }
 
 // completeWrite answers a write that has been applied, then every request that was
-// waiting behind it up to the next write. Writes are applied in the order they were
-// proposed, so the write is first in the queue — unless a request answered later (a
-// member's sync or reconfig) is before it: then its answer waits too. The caller holds
-// the tree write lock.
+// waiting behind it up to the next one not ready. Writes are applied in the order they
+// were proposed, so the write is first in the queue — unless a request still waiting
+// for its round (a member's sync or reconfig) is before it: then its answer waits too.
+// The caller holds the tree write lock.
 func (c *conn) completeWrite(p *proposal, res *txn.Result) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.queue) == 0 || c.queue[0] != p.req && !c.queue[0].later {
+	if len(c.queue) == 0 || c.queue[0] != p.req && c.queue[0].state != stateWaiting {
 		c.s.logger.Error("reply out of order: dropping connection", "session_id", hexID(c.sessionID.Load()))
 		c.close()
 		return
@@ -218,37 +275,27 @@ func (c *conn) completeWrite(p *proposal, res *txn.Result) {
 		c.queue = c.queue[1:]
 		c.replyWrite(p, res)
 	} else {
-		p.req.res, p.req.ready = *res, true
+		p.req.res, p.req.state = *res, stateReady
 	}
 	c.answerReadyLocked()
 }
 
-// answerReadyLocked answers the requests at the head of the queue that can be: reads,
-// and writes and syncs that are ready. The caller holds c.mu and the tree lock.
+// answerReadyLocked answers the requests at the head of the queue that are ready. The
+// caller holds c.mu and the tree lock.
 func (c *conn) answerReadyLocked() {
 	for len(c.queue) > 0 {
 		r := c.queue[0]
-		if r.write && !r.ready {
+		if r.state != stateReady {
 			return
 		}
 		c.queue[0] = nil
 		c.queue = c.queue[1:]
-		if r.write && !r.later {
+		if r.kind == kindLog {
 			c.replyWrite(&r.prop, &r.res)
 		} else {
-			c.execLocal(r)
+			c.answerFromTree(r)
 		}
 	}
-}
-
-// syncWithLeader answers a sync on a member of an ensemble once the member has applied
-// everything the leader had committed when the sync arrived (a Raft ReadIndex round),
-// so that reads after it see every write acknowledged before it anywhere.
-func (c *conn) syncWithLeader(r *request) bool {
-	return c.answerLater(r, func() (wire.Code, bool) {
-		_, err := c.s.rep.node.ReadIndex(c.ctx)
-		return wire.OK, err == nil // without an answer the member lost its leader, or the connection closed
-	})
 }
 
 // answerLater queues r behind the connection's requests as a write is queued, so that
@@ -257,7 +304,7 @@ func (c *conn) syncWithLeader(r *request) bool {
 // These goroutines are as many as the requests outstanding: the read loop's throttle
 // bounds them (MaxOutstandingPerConn, MaxOutstanding).
 func (c *conn) answerLater(r *request, work func() (code wire.Code, ok bool)) bool {
-	r.write, r.later = true, true
+	r.state = stateWaiting
 	c.mu.Lock()
 	c.queue = append(c.queue, r)
 	c.mu.Unlock()
@@ -271,21 +318,21 @@ func (c *conn) answerLater(r *request, work func() (code wire.Code, ok bool)) bo
 		defer c.s.treeMu.RUnlock()
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		r.err, r.ready = code, true
+		r.err, r.state = code, stateReady
 		c.answerReadyLocked()
 	})
 	return true
 }
 
-// reportActivity notes, at most every quarter tick, that the client of session sid is
-// alive, for the member's next report to the leader.
+// reportActivity tells the log, at most every quarter tick, that the client of session
+// sid is alive (for a member's next report to its leader).
 func (c *conn) reportActivity(now time.Time, sid int64) {
 	ms := now.UnixMilli()
 	if ms-c.reported.Load() < c.s.cfg.TickTime.Milliseconds()/4 {
 		return
 	}
 	c.reported.Store(ms)
-	c.s.rep.touch(sid)
+	c.s.log.keptAlive(sid)
 }
 
 // replyWrite encodes the answer to an applied write.

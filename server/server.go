@@ -27,7 +27,8 @@ import (
 	"github.com/paddock/paddock/server/wire"
 )
 
-// Server is one standalone coordination server. Create it with New, then Start (or Run).
+// Server is one coordination server, standalone or a member of an ensemble: its log
+// (txnLog) is the one or the other. Create it with New, then Start (or Run).
 type Server struct {
 	cfg     Config
 	logger  *slog.Logger
@@ -43,27 +44,19 @@ type Server struct {
 	adminLn  net.Listener
 	adminSrv *http.Server
 	fs       store.FS // the filesystem the log and snapshots live on
-	wal      *store.WAL
+	log      txnLog   // the log the server writes through: solo or replica (txnlog.go)
 
 	treeMu      sync.RWMutex
-	tree        *datatree.Tree // guarded by treeMu: written only by applyLoop
+	tree        *datatree.Tree // guarded by treeMu: written only by the log's applying goroutine (apply)
 	lastApplied atomic.Int64   // the tree's last zxid, readable without treeMu
-	lastZxid    int64          // the last zxid handed out; owned by commitLoop (by the Raft Ready loop in an ensemble)
-	rep         *replica       // set for a member of a replicated ensemble
 	watches     *watch.Registry[*conn]
 	sessions    *session.Table
 
 	nextSessionID atomic.Int64
 
-	replayed     int         // txns replayed from the log at start; set once by recover
-	sinceSnap    int         // txns applied since the last snapshot; owned by applyLoop
-	snapAt       int         // take a snapshot when sinceSnap reaches it; owned by applyLoop
-	snapshotting atomic.Bool // a snapshot is being written
-
-	proposals chan *proposal   // to commitLoop; its capacity is MaxOutstanding
-	committed chan []*proposal // commitLoop to applyLoop: durable batches in log order
-	stopping  chan struct{}    // closed when the server starts shutting down
-	failed    chan error       // receives the error that stopped the server (capacity 1)
+	proposals chan *proposal // to the log's loop (nextBatch); its capacity is MaxOutstanding
+	stopping  chan struct{}  // closed when the server starts shutting down
+	failed    chan error     // receives the error that stopped the server (capacity 1)
 	fatalErr  atomic.Pointer[error]
 	wg        sync.WaitGroup
 
@@ -128,7 +121,6 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 		watches:      watch.New[*conn](),
 		sessions:     session.NewTable(cfg.TickTime),
 		proposals:    make(chan *proposal, cfg.MaxOutstanding),
-		committed:    make(chan []*proposal, 2),
 		stopping:     make(chan struct{}),
 		failed:       make(chan error, 1),
 		conns:        make(map[*conn]struct{}),
@@ -141,6 +133,11 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 	}
 	if s.fs == nil {
 		s.fs = store.OS
+	}
+	if len(cfg.Ensemble) > 0 {
+		s.log = newReplica(s)
+	} else {
+		s.log = newSolo(s)
 	}
 	return s, nil
 }
@@ -157,12 +154,7 @@ func (s *Server) Start() (err error) {
 	if err = s.startAudit(); err != nil {
 		return err
 	}
-	if len(s.cfg.Ensemble) > 0 {
-		err = s.startReplica()
-	} else {
-		err = s.recover()
-	}
-	if err != nil {
+	if err = s.log.open(); err != nil {
 		return err
 	}
 	if err = s.listen(); err != nil {
@@ -172,19 +164,7 @@ func (s *Server) Start() (err error) {
 		return err
 	}
 	zxid := s.lastApplied.Load()
-	if s.rep != nil {
-		s.goroutine(s.rep.proposeLoop)
-		s.goroutine(s.rep.watchLoop)
-	} else {
-		if s.sinceSnap > 0 {
-			// Txns were replayed: snapshot them now, so the next start replays less.
-			s.sinceSnap = 0
-			s.snapshotLocked()
-		}
-		s.goroutine(s.commitLoop)
-		s.goroutine(s.applyLoop)
-		s.goroutine(s.purgeLoop)
-	}
+	s.log.start()
 	if s.ln != nil {
 		s.goroutine(func() { s.acceptLoop(s.ln, nil) })
 	}
@@ -197,48 +177,6 @@ func (s *Server) Start() (err error) {
 	s.audit.auditServer(auditStart, auditSuccess)
 	s.logger.Info("serving", "client_addr", s.Addr().String(), "secure_client_addr", s.SecureAddr(), "zxid", hexID(zxid),
 		"sessions", s.sessions.Len(), "data_dir", s.cfg.DataDir)
-	return nil
-}
-
-// recover loads the newest good snapshot and replays the write-ahead log after it.
-// Sessions alive in the recovered state get a fresh timeout from now, as ZooKeeper gives
-// them on load: a client that does not come back within it has its session closed.
-func (s *Server) recover() error {
-	if err := s.fs.MkdirAll(s.cfg.DataDir, 0o755); err != nil {
-		return fmt.Errorf("server: data_dir: %w", err)
-	}
-	wcfg := store.DefaultConfig()
-	wcfg.Dir = s.logDir()
-	wcfg.ForceSync = s.cfg.ForceSync
-	wcfg.FS = s.fs
-	if s.cfg.PreAllocSize > 0 {
-		wcfg.SegmentSize = s.cfg.PreAllocSize
-	}
-	wal, err := store.Open(wcfg, s.logger)
-	if err != nil {
-		return fmt.Errorf("server: open log: %w", err)
-	}
-	s.wal = wal
-	tree, err := s.loadSnapshot()
-	if err != nil {
-		return fmt.Errorf("server: %w", err)
-	}
-	replayed, err := s.replayLog(tree)
-	if err != nil {
-		return fmt.Errorf("server: replay log: %w", err)
-	}
-	s.tree = tree
-	s.lastZxid = max(wal.LastZxid(), tree.LastZxid())
-	s.lastApplied.Store(s.lastZxid)
-	s.replayed, s.sinceSnap, s.snapAt = replayed, replayed, s.nextSnapCount()
-	now := time.Now()
-	next := initialSessionID(s.cfg.ServerID, now)
-	for _, sess := range tree.Sessions() {
-		s.sessions.Add(sess.ID, time.Duration(sess.Timeout)*time.Millisecond, now)
-		next = max(next, sess.ID)
-	}
-	s.nextSessionID.Store(next)
-	s.logger.Info("recovered", "zxid", hexID(s.lastZxid), "replayed_txns", replayed, "sessions", s.sessions.Len())
 	return nil
 }
 
@@ -305,9 +243,7 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.audit.auditServer(auditStop, auditInvoked) // before stopping, as ZooKeeper's shutdown hook
 		close(s.stopping)
-		if s.rep != nil {
-			s.rep.cancel() // ends proposals and reads waiting on Raft
-		}
+		s.log.halt()
 		if s.ln != nil {
 			s.ln.Close()
 		}
@@ -321,12 +257,7 @@ func (s *Server) Close() error {
 			c.close()
 		}
 		s.wg.Wait()
-		if s.rep != nil {
-			err = s.rep.close()
-		}
-		if s.wal != nil {
-			err = s.wal.Close()
-		}
+		err = s.log.close()
 		s.audit.close()
 		s.logger.Info("stopped", "zxid", hexID(s.lastApplied.Load()))
 	})
@@ -561,6 +492,6 @@ func (s *Server) reapable(now time.Time, limit int) []string {
 // leading reports whether this server decides what only one server may: session
 // expiry and the reaping of containers and TTL nodes. A standalone server always does;
 // in an ensemble the leader does.
-func (s *Server) leading() bool { return s.rep == nil || s.rep.leading() }
+func (s *Server) leading() bool { return s.log.leading() }
 
 func hexID(v int64) string { return fmt.Sprintf("0x%x", v) }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/paddock/paddock/server/txn"
@@ -11,6 +10,9 @@ import (
 
 // maxBatch caps the txns made durable by one fsync (ZooKeeper's maxBatchSize).
 const maxBatch = 1000
+
+// What both modes share: a proposal's way into the log (propose, nextBatch) and the
+// apply of a committed txn to the tree, the watches, the sessions and the client.
 
 // proposal is a txn on its way through the log to the tree.
 type proposal struct {
@@ -25,9 +27,10 @@ type proposal struct {
 	remote bool
 }
 
-// propose queues a txn for the log. It blocks while MaxOutstanding proposals are in
-// flight, which pauses the proposing connection's reads: backpressure reaches the client
-// through TCP. It fails only when the server is shutting down.
+// propose queues a txn for the log, whose loop takes it with the others waiting
+// (nextBatch). It blocks while MaxOutstanding proposals are in flight, which pauses the
+// proposing connection's reads: backpressure reaches the client through TCP. It fails
+// only when the server is shutting down.
 func (s *Server) propose(ctx context.Context, p *proposal) error {
 	select {
 	case s.proposals <- p:
@@ -39,45 +42,9 @@ func (s *Server) propose(ctx context.Context, p *proposal) error {
 	}
 }
 
-// commitLoop is the log's single writer. It takes every proposal waiting, gives each the
-// next zxid and the current time, appends them all to the write-ahead log and makes them
-// durable with one fsync (group commit), then hands the batch to applyLoop. While a batch
-// is being applied the next one is already being written.
-func (s *Server) commitLoop() {
-	defer close(s.committed)
-	var enc wire.Encoder
-	for {
-		batch := s.nextBatch()
-		if batch == nil {
-			return
-		}
-		now := time.Now().UnixMilli()
-		for _, p := range batch {
-			s.lastZxid++
-			p.txn.Zxid, p.txn.Time = s.lastZxid, now
-			enc.Reset()
-			p.txn.Encode(&enc)
-			if err := s.wal.Append(p.txn.Zxid, enc.Bytes()); err != nil {
-				s.fatal(fmt.Errorf("append to log: %w", err))
-				return
-			}
-		}
-		start := time.Now()
-		if err := s.wal.Sync(); err != nil {
-			s.fatal(fmt.Errorf("sync log: %w", err))
-			return
-		}
-		s.admin.ObserveFsync(time.Since(start))
-		select {
-		case s.committed <- batch:
-		case <-s.stopping:
-			return
-		}
-	}
-}
-
 // nextBatch waits for a proposal and returns it with every other one waiting, up to
-// maxBatch; nil when the server is stopping.
+// maxBatch; nil when the server is stopping. The log's loop calls it (solo.commitLoop,
+// replica.proposeLoop).
 func (s *Server) nextBatch() []*proposal {
 	var batch []*proposal
 	select {
@@ -97,25 +64,15 @@ func (s *Server) nextBatch() []*proposal {
 	return batch
 }
 
-// applyLoop applies committed batches in log order. For each txn, under the tree write
-// lock: apply, fire watches (queuing notifications), then queue the reply — so a watcher
-// hears of a change before any reply that reveals it.
-func (s *Server) applyLoop() {
-	for batch := range s.committed {
-		for _, p := range batch {
-			s.apply(p)
-		}
-	}
-}
-
+// apply applies one committed txn, on the log's applying goroutine (solo.applyLoop, or
+// a member's Raft Ready loop), in log order, the txn's zxid set. Under the tree write
+// lock: apply, fire watches (queuing notifications), then queue the reply — so a
+// watcher hears of a change before any reply that reveals it.
 func (s *Server) apply(p *proposal) {
 	s.treeMu.Lock()
 	defer s.treeMu.Unlock()
 	res := txn.Apply(s.tree, p.txn, s.txnOpts)
 	s.lastApplied.Store(p.txn.Zxid)
-	if s.rep == nil {
-		s.maybeSnapshotLocked() // a member's snapshots are Raft's (replica.Snapshot)
-	}
 	for _, ev := range res.Events {
 		s.fire(ev, p.txn.Zxid)
 	}

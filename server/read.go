@@ -8,10 +8,10 @@ import (
 	"github.com/paddock/paddock/server/wire"
 )
 
-// execLocal answers a request that does not go through the log: reads, watch
+// answerFromTree answers a request that does not go through the log: reads, watch
 // management, auth, ping, sync, and requests refused at decoding. The caller holds the
 // tree lock (read or write), so the answer and any watch it sets see one state.
-func (c *conn) execLocal(r *request) {
+func (c *conn) answerFromTree(r *request) {
 	s := c.s
 	zxid := s.tree.LastZxid()
 	switch {
@@ -281,7 +281,7 @@ func (c *conn) fitMultiRead(op wire.Op, path string, ids []wire.Identity, budget
 }
 
 // multiReadReply is a multiRead's result list, encoded straight from the tree: multiRead
-// sized it and execLocal encodes it under one tree read lock, so both see one state and
+// sized it and answerFromTree encodes it under one tree read lock, so both see one state and
 // no result is built per op. A multiRead of thousands of ops costs its reply's bytes,
 // not a result record each.
 type multiReadReply struct {
