@@ -84,6 +84,10 @@ type cluster struct {
 	// tls, if set, gives each member its TLS settings; timeouts its peer timeouts.
 	tls      map[uint64]*TLS
 	timeouts *peerTimeouts
+	// net, if set, carries the members' messages instead of TCP, and ticks makes
+	// each member tick only when the test ticks it (sim_test.go).
+	net   *Inmem
+	ticks map[uint64]chan struct{}
 }
 
 // newCluster starts voters 1..nv and learners nv+1..nv+nl on 127.0.0.1, each with a
@@ -107,21 +111,24 @@ func newClusterWith(t *testing.T, nv, nl int, setup func(*cluster)) *cluster {
 	setup(c)
 	lns := map[uint64]net.Listener{}
 	for i := 1; i <= nv+nl; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
 		id := uint64(i)
-		lns[id] = ln
+		addr := fmt.Sprintf("inmem-%d", id)
+		if c.net == nil {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			lns[id], addr = ln, ln.Addr().String()
+		}
 		if i <= nv {
-			c.voters[id] = ln.Addr().String()
+			c.voters[id] = addr
 		} else {
-			c.learners[id] = ln.Addr().String()
+			c.learners[id] = addr
 		}
 		c.members[id] = &member{id: id, dir: t.TempDir()}
 	}
-	for id, ln := range lns {
-		c.start(id, ln)
+	for id := range c.members {
+		c.start(id, lns[id])
 	}
 	t.Cleanup(func() {
 		for _, m := range c.members {
@@ -144,6 +151,13 @@ func (c *cluster) start(id uint64, ln net.Listener) {
 	cfg.Applied = m.lastApplied()
 	cfg.Join, cfg.OnConfChange, cfg.OnNote = m.join, m.confChanged, m.noted
 	cfg.TLS, cfg.timeouts = c.tls[id], c.timeouts
+	if c.net != nil {
+		cfg.Network = c.net
+		if c.ticks[id] == nil {
+			c.ticks[id] = make(chan struct{})
+		}
+		cfg.Ticks = c.ticks[id]
+	}
 	if c.snapEvery > 0 {
 		cfg.Snapshotter, cfg.SnapshotEntries, cfg.KeepEntries = m, c.snapEvery, c.keep
 	}
