@@ -345,52 +345,6 @@ func TestLeaderFailoverAndRestart(t *testing.T) {
 	c.converged(21)
 }
 
-func TestLearnerReplicatesButDoesNotVote(t *testing.T) {
-	c := newCluster(t, 3, 1)
-	const learner = 4
-	lead := c.leader(5 * time.Second)
-	if lead == learner {
-		t.Fatal("learner leads")
-	}
-	c.propose(learner, "from-learner") // forwarded to the leader
-	c.propose(lead, "from-leader")
-	c.converged(2)
-	if st := c.members[learner].node.Status(); st.Role != RoleLearner || st.Leader != lead {
-		t.Errorf("learner status = %+v", st)
-	}
-
-	// Two of three voters down: the survivor and the learner are no quorum.
-	var survivor uint64
-	for id := uint64(1); id <= 3; id++ {
-		if survivor == 0 && id != lead {
-			survivor = id
-			continue
-		}
-		c.stop(id)
-	}
-	commit := c.members[survivor].node.Status().Commit
-	for _, id := range []uint64{survivor, learner} {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*testTick)
-		_, err := c.members[id].node.Propose(ctx, []byte("no-quorum"))
-		cancel()
-		if err == nil {
-			t.Errorf("member %d: proposal committed without a quorum", id)
-		}
-	}
-	time.Sleep(20 * testTick) // a negative check: give a wrong commit time to show
-	for _, id := range []uint64{survivor, learner} {
-		st := c.members[id].node.Status()
-		if st.Commit > commit || st.Role == RoleLeader {
-			t.Errorf("member %d without quorum: %+v (commit was %d)", id, st, commit)
-		}
-		for _, r := range c.members[id].snapshot() {
-			if r.data == "no-quorum" {
-				t.Errorf("member %d applied a proposal without quorum", id)
-			}
-		}
-	}
-}
-
 func TestReadIndexOnFollower(t *testing.T) {
 	c := newCluster(t, 3, 0)
 	lead := c.leader(5 * time.Second)
