@@ -76,6 +76,9 @@ func (c *cluster) settle() {
 			c.t.Fatalf("the network did not go idle: %v", err)
 		}
 		now := c.activity()
+		if ctx.Err() != nil {
+			c.t.Fatalf("the members did not settle: %s", now)
+		}
 		if now == last && !strings.Contains(now, "busy") {
 			stable++
 		} else {
