@@ -624,3 +624,48 @@ func TestSimChecksInFrontOfRaft(t *testing.T) {
 		t.Errorf("leader after forged messages: %+v, was leading in term %d", now, st.Term)
 	}
 }
+
+// TestSimReadIndex: a follower's ReadIndex returns at least the leader's commit,
+// applied; a leader cut off from its followers answers none, however many ticks pass.
+func TestSimReadIndex(t *testing.T) {
+	c := newSim(t, 3, 0, nil)
+	lead := c.simLeader(3 * simElection)
+	for i := range 3 {
+		c.simPropose(lead, fmt.Sprint("w", i), simElection)
+	}
+	follower := lead%3 + 1
+	commit := c.members[lead].node.Status().Commit
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	idx, err := c.members[follower].node.ReadIndex(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := c.members[follower].node.Status(); idx < commit || st.Applied < idx {
+		t.Errorf("follower's read index %d, applied %d; leader's commit %d", idx, st.Applied, commit)
+	}
+
+	var others []uint64
+	for _, id := range c.running() {
+		if id != lead {
+			others = append(others, id)
+		}
+	}
+	c.net.Partition([]uint64{lead}, others)
+	rctx, rcancel := context.WithCancel(context.Background())
+	res := make(chan error, 1)
+	go func() {
+		_, err := c.members[lead].node.ReadIndex(rctx)
+		res <- err
+	}()
+	c.tick(3 * simElection)
+	select {
+	case err := <-res:
+		t.Errorf("a leader cut off from its followers answered ReadIndex: %v", err)
+	default:
+	}
+	rcancel()
+	if err := <-res; !errors.Is(err, context.Canceled) {
+		t.Errorf("ReadIndex given up on: %v, want context.Canceled", err)
+	}
+}
