@@ -35,4 +35,8 @@ type Network interface {
 	Attach(self uint64, peers map[uint64]string, d Delivery) (Link, error)
 }
 
-var _ Link = (*Transport)(nil)
+var (
+	_ Link    = (*Transport)(nil)
+	_ Link    = (*inmemLink)(nil)
+	_ Network = (*Inmem)(nil)
+)
