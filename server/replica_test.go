@@ -116,11 +116,38 @@ func TestEnsembleSessionMovesBetweenMembers(t *testing.T) {
 	if c.SessionID() != sid {
 		t.Fatalf("session %x after the move, want %x", c.SessionID(), sid)
 	}
-	// The session outlives several of its timeouts on the new member: the member
-	// reports its traffic to whichever member leads.
-	time.Sleep(3 * time.Second)
-	if ok, _, err := c.Exists("/eph"); err != nil || !ok {
-		t.Fatalf("ephemeral node after the move: exists %v, %v", ok, err)
+	// The session outlives its timeout on the new member: the member reports its
+	// traffic to whichever member leads. What shows a timeout has passed is a second
+	// session on member 2, with the same timeout, whose client goes silent after the
+	// move: once the leader has expired it, it would have expired the first too had
+	// member 2 not reported it.
+	var silentConn net.Conn
+	silenced := false
+	silentDialer := func(network, address string, timeout time.Duration) (net.Conn, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if silenced {
+			return nil, fmt.Errorf("test dialer: client silenced")
+		}
+		conn, err := net.DialTimeout(network, address, timeout)
+		silentConn = conn
+		return conn, err
+	}
+	silent, _ := connectTo(t, addrs[1:2], silentDialer)
+	if _, err := silent.Create("/silent", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	silenced = true
+	silentConn.Close()
+	mu.Unlock()
+	testutil.Eventually(t, 20*time.Second, 20*time.Millisecond, func() bool {
+		ok, _, err := c.Exists("/silent")
+		return err == nil && !ok
+	}, "the silent client's session did not expire")
+	if ok, _, err := c.Exists("/eph"); err != nil || !ok || c.SessionID() != sid {
+		t.Fatalf("ephemeral node after the move, once a silent session expired: exists %v, %v (session %x, want %x)",
+			ok, err, c.SessionID(), sid)
 	}
 	// Closing the session removes the ephemeral node everywhere.
 	c.Close()

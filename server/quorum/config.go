@@ -23,8 +23,17 @@ type Config struct {
 	// Listener, if set, is used instead of listening on this member's address
 	// (tests listen on 127.0.0.1:0 before they know every address).
 	Listener net.Listener
+	// Network, if set, carries the member's messages instead of TCP on its peer
+	// address (Listener, TLS and the addresses in Voters and Learners are then not
+	// used by the transport): an Inmem network in tests.
+	Network Network
 	// Tick is the Raft tick (ZooKeeper's tickTime plays this role).
 	Tick time.Duration
+	// Ticks, if set, replaces the clock: the member's Raft ticks once for each value
+	// received, and never on its own, so that a test drives elections and heartbeats
+	// by ticking. Tick still bounds how long a peer's message may wait to be stepped
+	// and how often ReadIndex asks again.
+	Ticks <-chan struct{}
 	// ElectionTicks and HeartbeatTicks are in Ticks; ElectionTicks > HeartbeatTicks.
 	ElectionTicks  int
 	HeartbeatTicks int

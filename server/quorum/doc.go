@@ -1,6 +1,7 @@
 // Package quorum replicates the server's log across an ensemble with etcd's Raft
 // library (go.etcd.io/raft/v3): one member's Raft (Node), its storage (Storage,
-// FileStorage) and the peer transport (Transport). It knows nothing of txns or the
+// FileStorage) and its link to its peers (Link: the TCP Transport, or an Inmem
+// network in tests). It knows nothing of txns or the
 // tree: entries are opaque bytes. Package server builds the ensemble on it
 // (server/replica.go, docs/ensemble.md).
 //
@@ -126,7 +127,7 @@
 // commit is raised to S and its term to the snapshot's. Files left by a crash in
 // step 3 are ignored and removed by the next snapshot.
 //
-// # Transport
+// # The TCP transport
 //
 // Every member listens on its peer address (ZooKeeper's server.N host:port) and
 // keeps one outbound connection to each other member, fed by a bounded queue. A
@@ -150,6 +151,31 @@
 // starts with the proposal header; OnConfChange gets each applied change with the
 // caller's context, and SetPeers gives the transport the new members' addresses.
 // Notes (SendNote, Config.OnNote) are bytes sent to one member outside the log.
+//
+// # Links, and stepping members in tests
+//
+// A Node needs four things of its transport, the Link interface: Send (Raft's
+// messages, never blocking), SendNote, SetPeers and Close. What arrives comes back
+// through a Delivery: Message, which runs the checks in front of Raft before Raft
+// steps it, Note, and Unreachable. The TCP Transport is the Link a Node makes by
+// default; Config.Network attaches it to another Network instead.
+//
+// Inmem (inmem.go) is that other Network, for tests of this package and of others:
+// one bounded inbound queue per member, delivered in order by one goroutine; each
+// message marshalled on send and unmarshalled on arrival, then handed to
+// Delivery.Message like a TCP frame's, so the same checks apply. The test cuts and
+// restores links (Disconnect, Connect, Partition, Heal), loses messages (Drop with a
+// predicate, DropRate with a seed), holds a link's messages until Release (a delay
+// without a clock) or delays them all (Delay), and waits for the network to go idle
+// (WaitIdle, Stats).
+//
+// Config.Ticks replaces a member's clock with a channel: its Raft ticks once per value
+// received and never on its own. Tests in this package (sim_test.go) tick every
+// member a round at a time, let the round's messages settle, and wait for a condition
+// by ticking (stepUntil), so elections, heartbeats, CheckQuorum and catching up happen
+// after a number of ticks, and a negative check ("the minority commits nothing") holds
+// after a number of ticks rather than after a sleep. TestMain checks with goleak that
+// no goroutine outlives the tests.
 //
 // # In server/
 //

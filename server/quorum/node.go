@@ -98,7 +98,7 @@ type Node struct {
 	logger    *slog.Logger
 	storage   Storage
 	rn        raft.Node
-	transport *Transport
+	transport Link // the TCP Transport, or what Config.Network attached
 
 	seq     atomic.Uint64 // last proposal / read request number; starts at the clock
 	applied atomic.Uint64 // written by the Ready loop only
@@ -111,6 +111,9 @@ type Node struct {
 	conf      atomic.Pointer[raftpb.ConfState] // the membership as of the applied index
 	counters  counters
 	refusals  *limitedLog // logs refused peer input, rate-limited
+	// readies counts the Readies received and the Readies done (Advanced): it is odd
+	// while one is being handled. Tests stepping members read it to let them settle.
+	readies atomic.Uint64
 
 	mu        sync.Mutex             // guards the fields below
 	waiters   map[uint64]chan uint64 // proposal seq → applied index
@@ -154,20 +157,9 @@ func newNode(cfg Config, st Storage, apply ApplyFunc, logger *slog.Logger) (*Nod
 	if err := bootstrap(cfg, st); err != nil {
 		return nil, err
 	}
-	ln := cfg.Listener
-	if ln == nil {
-		addr := cfg.Voters[cfg.ID]
-		if addr == "" {
-			addr = cfg.Learners[cfg.ID]
-		}
-		var err error
-		if ln, err = net.Listen("tcp", addr); err != nil {
-			if errors.Is(err, syscall.EADDRINUSE) {
-				return nil, fmt.Errorf("quorum: peer address %s of server.%d: the address is in use by another process (another member or ZooKeeper?): %w",
-					addr, cfg.ID, syscall.EADDRINUSE)
-			}
-			return nil, fmt.Errorf("quorum: peer address of server.%d: %w", cfg.ID, err)
-		}
+	ln, err := listen(cfg)
+	if err != nil {
+		return nil, err
 	}
 	n := &Node{
 		cfg: cfg, id: cfg.ID, apply: apply, logger: logger.With("member", cfg.ID), storage: st,
@@ -179,12 +171,12 @@ func newNode(cfg Config, st Storage, apply ApplyFunc, logger *slog.Logger) (*Nod
 	n.seq.Store(uint64(time.Now().UnixNano()))
 	last, err := st.LastIndex()
 	if err != nil {
-		ln.Close()
+		closeListener(ln)
 		return nil, fmt.Errorf("quorum: read storage: %w", err)
 	}
 	n.lastIndex.Store(last)
 	if err := n.loadSnapshot(); err != nil {
-		ln.Close()
+		closeListener(ln)
 		return nil, err
 	}
 	// The Raft log is replayed from its start or from its snapshot (Applied 0 means
@@ -198,23 +190,69 @@ func newNode(cfg Config, st Storage, apply ApplyFunc, logger *slog.Logger) (*Nod
 		StepDownOnRemoval: true, // a leader removed from the ensemble stops leading at once
 		Logger:            raftLogger{n.logger},
 	})
+	if n.transport, err = n.attach(ln); err != nil {
+		n.rn.Stop()
+		return nil, err
+	}
+	go n.run()
+	return n, nil
+}
+
+// listen opens the member's peer listener for the TCP transport: Config.Listener, or
+// its address. With Config.Network there is none.
+func listen(cfg Config) (net.Listener, error) {
+	if cfg.Network != nil || cfg.Listener != nil {
+		return cfg.Listener, nil
+	}
+	addr := cfg.Voters[cfg.ID]
+	if addr == "" {
+		addr = cfg.Learners[cfg.ID]
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("quorum: peer address %s of server.%d: the address is in use by another process (another member or ZooKeeper?): %w",
+				addr, cfg.ID, syscall.EADDRINUSE)
+		}
+		return nil, fmt.Errorf("quorum: peer address of server.%d: %w", cfg.ID, err)
+	}
+	return ln, nil
+}
+
+func closeListener(ln net.Listener) {
+	if ln != nil {
+		ln.Close()
+	}
+}
+
+// attach starts the member's link to its peers: Config.Network's, or the TCP
+// Transport on ln. Either way what arrives goes through receive, the checks in front
+// of Raft.
+func (n *Node) attach(ln net.Listener) (Link, error) {
+	d := Delivery{Message: n.receive, Note: n.onNote, Unreachable: n.rn.ReportUnreachable}
+	if n.cfg.Network != nil {
+		closeListener(ln) // a Listener given as well is not used
+		l, err := n.cfg.Network.Attach(n.id, n.cfg.others(), d)
+		if err != nil {
+			return nil, fmt.Errorf("quorum: attach member %d to its network: %w", n.id, err)
+		}
+		return l, nil
+	}
 	tc := transportConfig{
-		self: cfg.ID, peers: cfg.others(), queueLen: cfg.SendQueue, limits: cfg.frameLimits(),
-		recv: n.receive, onNote: n.onNote, unreachable: n.rn.ReportUnreachable,
+		self: n.id, peers: n.cfg.others(), queueLen: n.cfg.SendQueue, limits: n.cfg.frameLimits(),
+		recv: d.Message, onNote: d.Note, unreachable: d.Unreachable,
 		counters: &n.counters, refusals: n.refusals, logger: n.logger, timeouts: defaultTimeouts,
 	}
-	if cfg.timeouts != nil {
-		tc.timeouts = *cfg.timeouts
+	if n.cfg.timeouts != nil {
+		tc.timeouts = *n.cfg.timeouts
 	}
-	if cfg.TLS != nil {
-		tc.tls = newPeerTLS(cfg.TLS)
+	if n.cfg.TLS != nil {
+		tc.tls = newPeerTLS(n.cfg.TLS)
 	} else {
 		n.logger.Warn("the peer port is unauthenticated: anyone who can reach it can act as a member "+
 			"of the ensemble; configure member TLS (sslQuorum, docs/security.md)", "peer_addr", ln.Addr().String())
 	}
-	n.transport = newTransport(ln, tc)
-	go n.run()
-	return n, nil
+	return newTransport(ln, tc), nil
 }
 
 // bootstrap writes the initial membership to an empty storage: one committed conf
@@ -322,13 +360,20 @@ func (n *Node) Counters() Counters { return n.counters.snapshot() }
 // requires — persist, then send, then apply, then Advance.
 func (n *Node) run() {
 	defer close(n.done)
-	ticker := time.NewTicker(n.cfg.Tick)
-	defer ticker.Stop()
+	var clock <-chan time.Time // nil with Config.Ticks: the caller ticks
+	if n.cfg.Ticks == nil {
+		ticker := time.NewTicker(n.cfg.Tick)
+		defer ticker.Stop()
+		clock = ticker.C
+	}
 	for {
 		select {
-		case <-ticker.C:
+		case <-clock:
+			n.rn.Tick()
+		case <-n.cfg.Ticks:
 			n.rn.Tick()
 		case rd := <-n.rn.Ready():
+			n.readies.Add(1)
 			if err := n.handleReady(rd); err != nil {
 				n.logger.Error("raft ready loop stopped", "err", err)
 				n.mu.Lock()
@@ -337,6 +382,7 @@ func (n *Node) run() {
 				return
 			}
 			n.rn.Advance()
+			n.readies.Add(1)
 		case <-n.stop:
 			return
 		}

@@ -84,6 +84,10 @@ type cluster struct {
 	// tls, if set, gives each member its TLS settings; timeouts its peer timeouts.
 	tls      map[uint64]*TLS
 	timeouts *peerTimeouts
+	// net, if set, carries the members' messages instead of TCP, and ticks makes
+	// each member tick only when the test ticks it (sim_test.go).
+	net   *Inmem
+	ticks map[uint64]chan struct{}
 }
 
 // newCluster starts voters 1..nv and learners nv+1..nv+nl on 127.0.0.1, each with a
@@ -107,21 +111,24 @@ func newClusterWith(t *testing.T, nv, nl int, setup func(*cluster)) *cluster {
 	setup(c)
 	lns := map[uint64]net.Listener{}
 	for i := 1; i <= nv+nl; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
 		id := uint64(i)
-		lns[id] = ln
+		addr := fmt.Sprintf("inmem-%d", id)
+		if c.net == nil {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			lns[id], addr = ln, ln.Addr().String()
+		}
 		if i <= nv {
-			c.voters[id] = ln.Addr().String()
+			c.voters[id] = addr
 		} else {
-			c.learners[id] = ln.Addr().String()
+			c.learners[id] = addr
 		}
 		c.members[id] = &member{id: id, dir: t.TempDir()}
 	}
-	for id, ln := range lns {
-		c.start(id, ln)
+	for id := range c.members {
+		c.start(id, lns[id])
 	}
 	t.Cleanup(func() {
 		for _, m := range c.members {
@@ -144,6 +151,13 @@ func (c *cluster) start(id uint64, ln net.Listener) {
 	cfg.Applied = m.lastApplied()
 	cfg.Join, cfg.OnConfChange, cfg.OnNote = m.join, m.confChanged, m.noted
 	cfg.TLS, cfg.timeouts = c.tls[id], c.timeouts
+	if c.net != nil {
+		cfg.Network = c.net
+		if c.ticks[id] == nil {
+			c.ticks[id] = make(chan struct{})
+		}
+		cfg.Ticks = c.ticks[id]
+	}
 	if c.snapEvery > 0 {
 		cfg.Snapshotter, cfg.SnapshotEntries, cfg.KeepEntries = m, c.snapEvery, c.keep
 	}
@@ -329,52 +343,6 @@ func TestLeaderFailoverAndRestart(t *testing.T) {
 	// The restarted member takes part again: its proposal commits everywhere.
 	c.propose(old, "from-restarted")
 	c.converged(21)
-}
-
-func TestLearnerReplicatesButDoesNotVote(t *testing.T) {
-	c := newCluster(t, 3, 1)
-	const learner = 4
-	lead := c.leader(5 * time.Second)
-	if lead == learner {
-		t.Fatal("learner leads")
-	}
-	c.propose(learner, "from-learner") // forwarded to the leader
-	c.propose(lead, "from-leader")
-	c.converged(2)
-	if st := c.members[learner].node.Status(); st.Role != RoleLearner || st.Leader != lead {
-		t.Errorf("learner status = %+v", st)
-	}
-
-	// Two of three voters down: the survivor and the learner are no quorum.
-	var survivor uint64
-	for id := uint64(1); id <= 3; id++ {
-		if survivor == 0 && id != lead {
-			survivor = id
-			continue
-		}
-		c.stop(id)
-	}
-	commit := c.members[survivor].node.Status().Commit
-	for _, id := range []uint64{survivor, learner} {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*testTick)
-		_, err := c.members[id].node.Propose(ctx, []byte("no-quorum"))
-		cancel()
-		if err == nil {
-			t.Errorf("member %d: proposal committed without a quorum", id)
-		}
-	}
-	time.Sleep(20 * testTick) // a negative check: give a wrong commit time to show
-	for _, id := range []uint64{survivor, learner} {
-		st := c.members[id].node.Status()
-		if st.Commit > commit || st.Role == RoleLeader {
-			t.Errorf("member %d without quorum: %+v (commit was %d)", id, st, commit)
-		}
-		for _, r := range c.members[id].snapshot() {
-			if r.data == "no-quorum" {
-				t.Errorf("member %d applied a proposal without quorum", id)
-			}
-		}
-	}
 }
 
 func TestReadIndexOnFollower(t *testing.T) {
