@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -99,7 +98,10 @@ func (s *Server) startReplica() error {
 			qc.Voters[uint64(m.ID)] = m.PeerAddr
 		}
 	}
-	qc.Dir = s.raftDir()
+	qc.Dir, qc.FS = s.raftDir(), s.fs
+	if s.cfg.PreAllocSize > 0 {
+		qc.SegmentSize = s.cfg.PreAllocSize
+	}
 	qc.Tick = max(s.cfg.ElectionTimeout/10, time.Millisecond)
 	qc.ElectionTicks, qc.HeartbeatTicks = 10, 1
 	qc.Snapshotter = r
@@ -540,28 +542,22 @@ func (r *replica) onNote(from uint64, data []byte) error {
 	return nil
 }
 
-// Snapshot implements quorum.Snapshotter: the tree in the snapshot file's records,
-// each behind its uvarint length. It runs on the Ready loop, the tree's only writer.
-func (r *replica) Snapshot() ([]byte, error) {
+// Snapshot implements quorum.Snapshotter: the tree's copy-on-write snapshot, O(1)
+// on the Ready loop (the tree's only writer); quorum writes its records to the
+// snapshot file on another goroutine while the tree goes on changing.
+func (r *replica) Snapshot() (quorum.StateSnapshot, error) {
 	s := r.s
 	s.treeMu.Lock()
-	snap := s.tree.Snapshot()
-	s.treeMu.Unlock()
-	var buf bytes.Buffer
-	err := snap.Records(func(p []byte) error {
-		buf.Write(binary.AppendUvarint(nil, uint64(len(p))))
-		buf.Write(p)
-		return nil
-	})
-	return buf.Bytes(), err
+	defer s.treeMu.Unlock()
+	return s.tree.Snapshot(), nil
 }
 
 // Restore implements quorum.Snapshotter: the tree becomes the snapshot's, the session
 // table its sessions', and the member stops serving until it has caught up: its
 // clients' watches and views belong to the state left behind.
-func (r *replica) Restore(data []byte, index, term uint64) error {
+func (r *replica) Restore(read quorum.ReadFunc, index, term uint64) error {
 	s := r.s
-	t, err := loadSnapshotData(data)
+	t, err := loadSnapshotRecords(read)
 	if err != nil {
 		return fmt.Errorf("snapshot at raft index %d: %w", index, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/paddock/paddock/server/store"
 )
 
 // Config is one member's view of the ensemble. It is immutable after New.
@@ -18,8 +20,15 @@ type Config struct {
 	// written to a new member's log.
 	Voters   map[uint64]string
 	Learners map[uint64]string
-	// Dir keeps the member's Raft log; empty means memory only (tests).
+	// Dir keeps the member's Raft log (Dir/log, a server/store WAL) and snapshots
+	// (Dir/snap, server/store snapshot files). Required.
 	Dir string
+	// FS is the file system Dir is on; nil means the operating system's (tests pass
+	// internal/faultfs).
+	FS store.FS
+	// SegmentSize is the size of the log's segment files; 0 means
+	// store.DefaultSegmentSize.
+	SegmentSize int64
 	// Listener, if set, is used instead of listening on this member's address
 	// (tests listen on 127.0.0.1:0 before they know every address).
 	Listener net.Listener
@@ -101,6 +110,10 @@ func (c *Config) Validate() error {
 	switch {
 	case c.ID == 0:
 		return fmt.Errorf("quorum: id: must not be 0")
+	case c.Dir == "":
+		return fmt.Errorf("quorum: dir: must name the member's directory")
+	case c.SegmentSize != 0 && (c.SegmentSize < store.MinSegmentSize || c.SegmentSize > store.MaxSegmentSize):
+		return fmt.Errorf("quorum: segment_size %d: must be 0 or in [%d, %d]", c.SegmentSize, store.MinSegmentSize, store.MaxSegmentSize)
 	case len(c.Voters) == 0:
 		return fmt.Errorf("quorum: voters: at least one voter is required")
 	case c.Tick <= 0:

@@ -14,6 +14,10 @@ import (
 
 const testTick = 10 * time.Millisecond // election timeout: 10 ticks = 100ms
 
+// testSegmentSize is the members' WAL segment size: small, so that logs rotate and
+// compaction can remove segments.
+const testSegmentSize = 4096
+
 // record is one entry as a member's state machine saw it.
 type record struct {
 	index, term uint64
@@ -140,7 +144,7 @@ func (c *cluster) start(id uint64, ln net.Listener) {
 	m := c.members[id]
 	cfg := DefaultConfig()
 	cfg.ID, cfg.Voters, cfg.Learners, cfg.Dir, cfg.Listener = id, c.voters, c.learners, m.dir, ln
-	cfg.Tick = testTick
+	cfg.Tick, cfg.SegmentSize = testTick, testSegmentSize
 	cfg.Applied = m.lastApplied()
 	cfg.Join, cfg.OnConfChange, cfg.OnNote = m.join, m.confChanged, m.noted
 	cfg.TLS, cfg.timeouts = c.tls[id], c.timeouts

@@ -2,6 +2,8 @@ package quorum
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -9,19 +11,50 @@ import (
 	"testing"
 
 	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/paddock/paddock/server/store"
 )
 
 func entry(term, index uint64, data string) *raftpb.Entry {
 	return &raftpb.Entry{Term: new(term), Index: new(index), Type: raftpb.EntryNormal.Enum(), Data: []byte(data)}
 }
 
-func TestFileStorageRecovers(t *testing.T) {
-	dir := t.TempDir()
-	logger := slog.New(slog.DiscardHandler)
-	s, err := OpenFileStorage(dir, logger)
+// records is a StateSnapshot of the given records.
+type records []string
+
+func (r records) Records(fn func([]byte) error) error {
+	for _, p := range r {
+		if err := fn([]byte(p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readRecords returns what read yields.
+func readRecords(read ReadFunc) ([]string, error) {
+	var got []string
+	err := read(func(p []byte) error { got = append(got, string(p)); return nil })
+	return got, err
+}
+
+func meta(index, term uint64) *raftpb.SnapshotMetadata {
+	return &raftpb.SnapshotMetadata{Index: new(index), Term: new(term), ConfState: &raftpb.ConfState{Voters: []uint64{1}}}
+}
+
+// openStorage opens the storage in dir with small segments.
+func openStorage(t *testing.T, dir string, fsys store.FS) *WALStorage {
+	t.Helper()
+	s, err := OpenStorage(StorageConfig{Dir: dir, FS: fsys, SegmentSize: 1024, NoPrepare: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+func TestStorageRecovers(t *testing.T) {
+	dir := t.TempDir()
+	s := openStorage(t, dir, nil)
 	must(t, s.Save(&raftpb.HardState{Term: new(uint64(1)), Vote: new(uint64(2))},
 		[]*raftpb.Entry{entry(1, 1, "a"), entry(1, 2, "b"), entry(1, 3, "c")}, nil, true))
 	// A new leader overwrites index 3 in term 2 (a conflicting tail is replaced).
@@ -29,68 +62,31 @@ func TestFileStorageRecovers(t *testing.T) {
 		[]*raftpb.Entry{entry(2, 3, "C"), entry(2, 4, "d")}, nil, true))
 	must(t, s.Close())
 
-	s, err = OpenFileStorage(dir, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = openStorage(t, dir, nil)
 	defer s.Close()
 	hs, _, err := s.InitialState()
 	must(t, err)
 	if hs.GetTerm() != 2 || hs.GetVote() != 3 || hs.GetCommit() != 3 {
 		t.Fatalf("hard state = %v, want term 2 vote 3 commit 3", hs)
 	}
-	checkEntries(t, s, []string{"a", "b", "C", "d"}, []uint64{1, 1, 2, 2})
-}
-
-func TestFileStorageTruncatesTornTail(t *testing.T) {
-	dir := t.TempDir()
-	logger := slog.New(slog.DiscardHandler)
-	s, err := OpenFileStorage(dir, logger)
-	must(t, err)
-	must(t, s.Save(nil, []*raftpb.Entry{entry(1, 1, "a"), entry(1, 2, "b")}, nil, true))
-	must(t, s.Close())
-	path := filepath.Join(dir, logFile)
-
-	tests := []struct {
-		name string
-		mod  func(b []byte) []byte
-		want []string
-	}{
-		{"half a record", func(b []byte) []byte { return b[:len(b)-3] }, []string{"a"}},
-		{"flipped bit", func(b []byte) []byte { b[len(b)-1] ^= 1; return b }, []string{"a"}},
-		{"garbage after", func(b []byte) []byte { return append(b, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7) }, []string{"a", "b"}},
-	}
-	orig, err := os.ReadFile(path)
-	must(t, err)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			must(t, os.WriteFile(path, tt.mod(append([]byte(nil), orig...)), 0o644))
-			s, err := OpenFileStorage(dir, logger)
-			must(t, err)
-			checkEntries(t, s, tt.want, nil)
-			// The log is writable after the truncation and the new record survives.
-			next := uint64(len(tt.want) + 1)
-			must(t, s.Save(nil, []*raftpb.Entry{entry(1, next, "z")}, nil, true))
-			must(t, s.Close())
-			s, err = OpenFileStorage(dir, logger)
-			must(t, err)
-			checkEntries(t, s, append(tt.want, "z"), nil)
-			must(t, s.Close())
-		})
+	checkEntries(t, s, 1, []string{"a", "b", "C", "d"}, []uint64{1, 1, 2, 2})
+	if _, err := os.Stat(filepath.Join(dir, logSubdir)); err != nil {
+		t.Fatalf("no WAL directory: %v", err)
 	}
 }
 
-func checkEntries(t *testing.T, s *FileStorage, data []string, terms []uint64) {
+// checkEntries checks that s holds data (in terms, if not nil) from index first on.
+func checkEntries(t *testing.T, s *WALStorage, first uint64, data []string, terms []uint64) {
 	t.Helper()
 	last, err := s.LastIndex()
 	must(t, err)
-	if last != uint64(len(data)) {
-		t.Fatalf("last index = %d, want %d", last, len(data))
+	if last != first+uint64(len(data))-1 {
+		t.Fatalf("last index = %d, want %d", last, first+uint64(len(data))-1)
 	}
-	ents, err := s.Entries(1, last+1, 1<<30)
+	ents, err := s.Entries(first, last+1, 1<<30)
 	must(t, err)
 	for i, e := range ents {
-		if string(e.GetData()) != data[i] || e.GetIndex() != uint64(i+1) {
+		if string(e.GetData()) != data[i] || e.GetIndex() != first+uint64(i) {
 			t.Fatalf("entry %d = %q at index %d, want %q", i, e.GetData(), e.GetIndex(), data[i])
 		}
 		if terms != nil && e.GetTerm() != terms[i] {
@@ -106,110 +102,171 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// A crash between a snapshot file and the log that follows it: Open loads the
-// snapshot, replays the older log's entries after it and raises the hard state.
-func TestFileStorageRecoversSnapshotBeforeRotation(t *testing.T) {
+// A crash between a snapshot file and its record in the WAL: Open loads the snapshot,
+// replays the entries after it and raises the hard state.
+func TestStorageRecoversSnapshotBeforeCheckpoint(t *testing.T) {
 	dir := t.TempDir()
-	logger := slog.New(slog.DiscardHandler)
-	s, err := OpenFileStorage(dir, logger)
-	must(t, err)
+	s := openStorage(t, dir, nil)
 	must(t, s.Save(&raftpb.HardState{Term: new(uint64(1)), Commit: new(uint64(2))},
 		[]*raftpb.Entry{entry(1, 1, "a"), entry(1, 2, "b"), entry(1, 3, "c"), entry(1, 4, "d")}, nil, true))
-	snap := &raftpb.Snapshot{Data: []byte("state"), Metadata: &raftpb.SnapshotMetadata{
-		Index: new(uint64(3)), Term: new(uint64(1)), ConfState: &raftpb.ConfState{Voters: []uint64{1}}}}
-	must(t, s.writeSnapshot(snap)) // the crash: no rotation, no removal
+	must(t, s.WriteSnapshot(meta(3, 1), records{"x", "y"}, nil)) // the crash: no Checkpoint
 	must(t, s.Close())
 
-	s, err = OpenFileStorage(dir, logger)
-	must(t, err)
+	s = openStorage(t, dir, nil)
 	defer s.Close()
-	got, err := s.Snapshot()
+	if md := s.SnapshotMetadata(); md.GetIndex() != 3 {
+		t.Fatalf("snapshot = %v, want index 3", md)
+	}
+	got, err := readRecords(s.ReadSnapshot(3))
 	must(t, err)
-	if got.GetMetadata().GetIndex() != 3 || string(got.GetData()) != "state" {
-		t.Fatalf("snapshot = %v, want index 3 with its data", got)
+	if fmt.Sprint(got) != "[x y]" {
+		t.Fatalf("snapshot records %q, want x, y", got)
 	}
 	hs, _, err := s.InitialState()
 	must(t, err)
 	if hs.GetCommit() != 3 || hs.GetTerm() != 1 {
 		t.Fatalf("hard state = %v, want commit raised to 3", hs)
 	}
-	first, err := s.FirstIndex()
-	must(t, err)
-	last, err := s.LastIndex()
-	must(t, err)
-	if first != 4 || last != 4 {
-		t.Fatalf("log [%d, %d], want [4, 4]", first, last)
-	}
+	checkEntries(t, s, 4, []string{"d"}, nil)
 }
 
-// Checkpoint leaves one snapshot and one log holding only what follows it, and a
+// Checkpoint leaves one snapshot and the WAL segments holding what follows it, and a
 // reopened storage holds the same.
-func TestFileStorageCheckpoint(t *testing.T) {
+func TestStorageCheckpoint(t *testing.T) {
 	dir := t.TempDir()
-	logger := slog.New(slog.DiscardHandler)
-	s, err := OpenFileStorage(dir, logger)
-	must(t, err)
-	must(t, s.Save(&raftpb.HardState{Term: new(uint64(1)), Commit: new(uint64(5))},
-		[]*raftpb.Entry{entry(1, 1, "a"), entry(1, 2, "b"), entry(1, 3, "c"), entry(1, 4, "d"), entry(1, 5, "e")}, nil, true))
-	must(t, s.Checkpoint(4, &raftpb.ConfState{Voters: []uint64{1}}, []byte("s4"), 2))
-	if first, _ := s.FirstIndex(); first != 3 {
-		t.Fatalf("memory first index %d, want 3 (two entries kept)", first)
+	s := openStorage(t, dir, nil)
+	var data []string
+	for i := uint64(1); i <= 60; i++ {
+		d := strings.Repeat(string(rune('a'+i%26)), 40)
+		data = append(data, d)
+		must(t, s.Save(&raftpb.HardState{Term: new(uint64(1)), Commit: new(i)}, []*raftpb.Entry{entry(1, i, d)}, nil, true))
 	}
-	must(t, s.Save(nil, []*raftpb.Entry{entry(1, 6, "f")}, nil, true))
+	segs := len(segmentNames(t, dir))
+	must(t, s.WriteSnapshot(meta(20, 1), records{"s20"}, nil))
+	must(t, s.Checkpoint(meta(20, 1), 5))
+	must(t, s.WriteSnapshot(meta(50, 1), records{"s50"}, nil))
+	must(t, s.Checkpoint(meta(50, 1), 5))
+	if first, _ := s.FirstIndex(); first != 46 {
+		t.Fatalf("memory first index %d, want 46 (five entries kept)", first)
+	}
+	if after := len(segmentNames(t, dir)); after >= segs {
+		t.Fatalf("%d segments before the snapshots, %d after: none purged", segs, after)
+	}
+	snaps, err := store.ListSnapshots(filepath.Join(dir, snapSubdir), nil)
+	must(t, err)
+	if len(snaps) != 1 || snaps[0].Zxid != 50 {
+		t.Fatalf("snapshots %v, want only the one at 50", snaps)
+	}
+	must(t, s.Save(nil, []*raftpb.Entry{entry(1, 61, "f")}, nil, true))
 	must(t, s.Close())
-	if _, err := os.Stat(filepath.Join(dir, logFile)); !os.IsNotExist(err) {
-		t.Fatalf("old log still there: %v", err)
-	}
 
-	s, err = OpenFileStorage(dir, logger)
-	must(t, err)
+	s = openStorage(t, dir, nil)
 	defer s.Close()
-	if first, _ := s.FirstIndex(); first != 5 {
-		t.Fatalf("reopened first index %d, want 5", first)
+	if md := s.SnapshotMetadata(); md.GetIndex() != 50 {
+		t.Fatalf("reopened snapshot %v, want index 50", md)
 	}
-	ents, err := s.Entries(5, 7, 1<<30)
-	must(t, err)
-	if len(ents) != 2 || string(ents[0].GetData()) != "e" || string(ents[1].GetData()) != "f" {
-		t.Fatalf("reopened entries = %v, want e, f", ents)
+	checkEntries(t, s, 51, append(data[50:], "f"), nil)
+	hs, _, _ := s.InitialState()
+	if hs.GetCommit() != 60 {
+		t.Fatalf("reopened hard state %v, want commit 60", hs)
 	}
 }
 
-// TestFileStoragePreallocates: the log is written into zeros written ahead of need,
-// which a restart after a crash (no Close) reads as the end of the log, not as a torn
-// record; a clean Close cuts them off.
-func TestFileStoragePreallocates(t *testing.T) {
+func segmentNames(t *testing.T, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(filepath.Join(dir, logSubdir))
+	must(t, err)
+	var names []string
+	for _, de := range des {
+		if strings.HasSuffix(de.Name(), ".wal") {
+			names = append(names, de.Name())
+		}
+	}
+	return names
+}
+
+// A snapshot goes from a leader's storage (Snapshot: its file's bytes) to a
+// follower's (Receive, then Save), whose log it replaces.
+func TestStorageReceive(t *testing.T) {
+	lead := openStorage(t, t.TempDir(), nil)
+	defer lead.Close()
+	must(t, lead.Save(&raftpb.HardState{Term: new(uint64(2)), Commit: new(uint64(3))},
+		[]*raftpb.Entry{entry(1, 1, "a"), entry(2, 2, "b"), entry(2, 3, "c")}, nil, true))
+	must(t, lead.WriteSnapshot(meta(3, 2), records{"r1", "r2", "r3"}, nil))
+	must(t, lead.Checkpoint(meta(3, 2), 0))
+	snap, err := lead.Snapshot()
+	must(t, err)
+	if snap.GetMetadata().GetIndex() != 3 || len(snap.GetData()) == 0 {
+		t.Fatalf("leader's snapshot %v, want index 3 with its file", snap.GetMetadata())
+	}
+
 	dir := t.TempDir()
-	logger := slog.New(slog.DiscardHandler)
-	s, err := OpenFileStorage(dir, logger)
-	must(t, err)
-	must(t, s.Save(nil, []*raftpb.Entry{entry(1, 1, "a"), entry(1, 2, "b")}, nil, true))
-	path := filepath.Join(dir, logFile)
-	fi, err := os.Stat(path)
-	must(t, err)
-	if fi.Size() < preallocChunk {
-		t.Fatalf("log is %d bytes, want it preallocated to at least %d", fi.Size(), preallocChunk)
+	f := openStorage(t, dir, nil)
+	must(t, f.Save(&raftpb.HardState{Term: new(uint64(1))}, []*raftpb.Entry{entry(1, 1, "a"), entry(1, 2, "old")}, nil, true))
+
+	// Damaged data is refused, and a checker's refusal too.
+	bad := *snap.GetMetadata()
+	damaged := &raftpb.Snapshot{Metadata: &bad, Data: bytes.Clone(snap.GetData())}
+	damaged.Data[len(damaged.Data)/2] ^= 1
+	if err := f.Receive(damaged, nil); !errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("damaged snapshot: %v, want ErrCorrupt", err)
 	}
-	// A crash: the file is left as it is, and opened again.
-	crashed, err := os.ReadFile(path)
-	must(t, err)
-	must(t, s.Close())
-	must(t, os.WriteFile(path, crashed, 0o644))
-	var logs bytes.Buffer
-	s, err = OpenFileStorage(dir, slog.New(slog.NewTextHandler(&logs, nil)))
-	must(t, err)
-	checkEntries(t, s, []string{"a", "b"}, nil)
-	if strings.Contains(logs.String(), "torn") {
-		t.Errorf("zeros ahead of the last record taken for a torn tail: %s", logs.String())
+	refused := &raftpb.Snapshot{Metadata: &bad, Data: bytes.Clone(snap.GetData())}
+	no := errors.New("no")
+	if err := f.Receive(refused, func(read ReadFunc) error {
+		if err := read(func([]byte) error { return nil }); err != nil {
+			return err
+		}
+		return no
+	}); !errors.Is(err, no) {
+		t.Fatalf("refused snapshot: %v, want the checker's error", err)
 	}
-	must(t, s.Save(nil, []*raftpb.Entry{entry(1, 3, "c")}, nil, true))
-	must(t, s.Close())
-	fi, err = os.Stat(path)
-	must(t, err)
-	if fi.Size() >= preallocChunk {
-		t.Errorf("a closed log is %d bytes: the zeros ahead were not cut off", fi.Size())
+
+	var checked []string
+	must(t, f.Receive(snap, func(read ReadFunc) error {
+		var err error
+		checked, err = readRecords(read)
+		return err
+	}))
+	if fmt.Sprint(checked) != "[r1 r2 r3]" || snap.GetData() != nil {
+		t.Fatalf("checker saw %q, data left %d bytes", checked, len(snap.GetData()))
 	}
-	s, err = OpenFileStorage(dir, logger)
+	must(t, f.Save(&raftpb.HardState{Term: new(uint64(2)), Commit: new(uint64(3))}, nil, snap, true))
+	must(t, f.Save(nil, []*raftpb.Entry{entry(2, 4, "d")}, nil, true))
+	must(t, f.Close())
+
+	f = openStorage(t, dir, nil)
+	defer f.Close()
+	if md := f.SnapshotMetadata(); md.GetIndex() != 3 || md.GetTerm() != 2 {
+		t.Fatalf("follower's snapshot %v, want index 3 term 2", md)
+	}
+	got, err := readRecords(f.ReadSnapshot(3))
 	must(t, err)
-	checkEntries(t, s, []string{"a", "b", "c"}, nil)
-	must(t, s.Close())
+	if fmt.Sprint(got) != "[r1 r2 r3]" {
+		t.Fatalf("follower's snapshot records %q", got)
+	}
+	checkEntries(t, f, 4, []string{"d"}, nil)
+}
+
+// A directory the previous format wrote is refused with a message naming it and
+// saying what to do.
+func TestStorageRefusesPreviousFormat(t *testing.T) {
+	for _, name := range []string{"raft.log", "raft-0000000000000010.log", "snap-0000000000000010.snap"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			must(t, os.WriteFile(filepath.Join(dir, name), []byte("old"), 0o644))
+			_, err := OpenStorage(StorageConfig{Dir: dir}, slog.New(slog.DiscardHandler))
+			if !errors.Is(err, errLegacyFormat) {
+				t.Fatalf("OpenStorage = %v, want errLegacyFormat", err)
+			}
+			for _, want := range []string{dir, name, "Move the old files away"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, logSubdir)); !os.IsNotExist(err) {
+				t.Errorf("a refused directory got a log: %v", err)
+			}
+		})
+	}
 }

@@ -452,7 +452,7 @@ func (c *cluster) restartOnUndecodableEntry(t *testing.T) {
 // proposal header, in the last entry's term, and commits it. It returns its index.
 func appendUndecodable(t *testing.T, dir string) uint64 {
 	t.Helper()
-	st, err := quorum.OpenFileStorage(dir, slog.New(slog.DiscardHandler))
+	st, err := quorum.OpenStorage(quorum.StorageConfig{Dir: dir}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
