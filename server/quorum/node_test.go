@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/paddock/paddock/server/store"
 )
 
 const testTick = 10 * time.Millisecond // election timeout: 10 ticks = 100ms
@@ -88,6 +90,7 @@ type cluster struct {
 	// tls, if set, gives each member its TLS settings; timeouts its peer timeouts.
 	tls      map[uint64]*TLS
 	timeouts *peerTimeouts
+	fs       store.FS // the members' file system; nil: the operating system's
 }
 
 // newCluster starts voters 1..nv and learners nv+1..nv+nl on 127.0.0.1, each with a
@@ -147,7 +150,7 @@ func (c *cluster) start(id uint64, ln net.Listener) {
 	cfg.Tick, cfg.SegmentSize = testTick, testSegmentSize
 	cfg.Applied = m.lastApplied()
 	cfg.Join, cfg.OnConfChange, cfg.OnNote = m.join, m.confChanged, m.noted
-	cfg.TLS, cfg.timeouts = c.tls[id], c.timeouts
+	cfg.TLS, cfg.timeouts, cfg.FS = c.tls[id], c.timeouts, c.fs
 	if c.snapEvery > 0 {
 		cfg.Snapshotter, cfg.SnapshotEntries, cfg.KeepEntries = m, c.snapEvery, c.keep
 	}
