@@ -62,12 +62,15 @@ type replica struct {
 }
 
 // raftDir is where a member keeps its Raft log and snapshots.
-func (s *Server) raftDir() string {
-	dir := s.cfg.DataLogDir
-	if dir == "" {
-		dir = s.cfg.DataDir
+func (s *Server) raftDir() string { return raftDirOf(s.cfg.DataDir, s.cfg.DataLogDir) }
+
+// raftDirOf says where a data directory keeps a member's Raft log and snapshots (in
+// dataLogDir when set), for the server and for DumpStore.
+func raftDirOf(dataDir, dataLogDir string) string {
+	if dataLogDir == "" {
+		dataLogDir = dataDir
 	}
-	return filepath.Join(dir, "raft")
+	return filepath.Join(dataLogDir, "raft")
 }
 
 // startReplica starts this server's Raft member and waits until the state its own log
