@@ -146,13 +146,10 @@ func (c *Config) Validate() error {
 
 // frameLimits returns the bounds of the peer protocol's frames: a raft message holds at
 // most MaxSizePerMsg of entries, or one entry larger than that, plus its fields; a
-// snapshot frame holds the whole state machine, up to what a frame's length can say.
+// snapshot message holds metadata only, its records coming in chunks.
 func (c *Config) frameLimits() frameLimits {
-	return frameLimits{
-		raft: max(int(c.MaxSizePerMsg), c.MaxEntryBytes) + 1<<20,
-		snap: maxFrame,
-		note: noteLimit,
-	}
+	raft := max(int(c.MaxSizePerMsg), c.MaxEntryBytes) + 1<<20
+	return frameLimits{raft: raft, snap: raft, note: noteLimit, chunk: chunkLimit(c.MaxEntryBytes)}
 }
 
 // others maps every member but this one to its address.

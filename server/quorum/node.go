@@ -206,6 +206,7 @@ func newNode(cfg Config, st Storage, apply ApplyFunc, logger *slog.Logger) (*Nod
 	tc := transportConfig{
 		self: cfg.ID, peers: cfg.others(), queueLen: cfg.SendQueue, limits: cfg.frameLimits(),
 		recv: n.receive, onNote: n.onNote, unreachable: n.rn.ReportUnreachable,
+		recvSnap: n.receiveSnapshot, snapshot: st.SnapshotRecords,
 		counters: &n.counters, refusals: n.refusals, logger: n.logger, timeouts: defaultTimeouts,
 	}
 	if cfg.timeouts != nil {
@@ -272,12 +273,40 @@ func mapsKeys(m map[uint64]string) func(func(uint64) bool) {
 // receive hands a message from member from's connection to Raft, once the checks in
 // front of Raft have passed it.
 func (n *Node) receive(from uint64, m *raftpb.Message) {
+	if n.admit(from, m) {
+		n.stepPeer(m)
+	}
+}
+
+// receiveSnapshot keeps the snapshot a leader streams (records) on disk, once the
+// checks in front of Raft have passed its message, and then hands Raft the message.
+// It runs on the connection's goroutine: the Ready loop, and the member's clients, go
+// on meanwhile; they switch to the snapshot only once Raft hands it out.
+func (n *Node) receiveSnapshot(from uint64, m *raftpb.Message, records ReadFunc) {
+	if !n.admit(from, m) {
+		return
+	}
+	var check func(ReadFunc) error
+	if c, ok := n.cfg.Snapshotter.(SnapshotChecker); ok {
+		check = c.CheckSnapshot
+	}
+	if err := n.storage.Receive(m.GetSnapshot().GetMetadata(), records, check); err != nil {
+		n.counters.messagesDropped.Add(1)
+		n.refusals.warn("peer message dropped", "from", from, "type", m.GetType().String(), "err", err)
+		return
+	}
+	n.stepPeer(m)
+}
+
+// admit runs the checks in front of Raft on a message of member from's, counting and
+// logging what they refuse.
+func (n *Node) admit(from uint64, m *raftpb.Message) bool {
 	if t := m.GetType(); (t == raftpb.MsgProp || t == raftpb.MsgReadIndex) && n.leader.Load() != n.id {
 		// Members send these to the leader they know; one that is not the leader any
 		// more does not forward them (raft would, keeping the original sender, whom the
 		// next member's checks then refuse). The sender retries with the new leader.
 		n.logger.Debug("request for the leader dropped: not leading", "from", from, "type", t.String())
-		return
+		return false
 	}
 	if err := n.view().check(from, m); err != nil {
 		if m.GetType() == raftpb.MsgProp {
@@ -287,21 +316,13 @@ func (n *Node) receive(from uint64, m *raftpb.Message) {
 			n.counters.messagesDropped.Add(1)
 			n.refusals.warn("peer message dropped", "from", from, "type", m.GetType().String(), "err", err)
 		}
-		return
+		return false
 	}
-	if m.GetType() == raftpb.MsgSnap {
-		// Kept on disk here, off the Ready loop, which goes on serving meanwhile;
-		// Raft is handed the snapshot without its data.
-		var check func(ReadFunc) error
-		if c, ok := n.cfg.Snapshotter.(SnapshotChecker); ok {
-			check = c.CheckSnapshot
-		}
-		if err := n.storage.Receive(m.GetSnapshot(), check); err != nil {
-			n.counters.messagesDropped.Add(1)
-			n.refusals.warn("peer message dropped", "from", from, "type", m.GetType().String(), "err", err)
-			return
-		}
-	}
+	return true
+}
+
+// stepPeer steps a peer's message into Raft.
+func (n *Node) stepPeer(m *raftpb.Message) {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Tick*time.Duration(n.cfg.ElectionTicks))
 	defer cancel()
 	if err := n.rn.Step(ctx, m); err != nil && !errors.Is(err, raft.ErrStopped) {

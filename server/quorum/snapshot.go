@@ -1,14 +1,11 @@
 package quorum
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"strconv"
 
-	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
@@ -125,64 +122,41 @@ func (s *WALStorage) SnapshotMetadata() *raftpb.SnapshotMetadata {
 }
 
 // Snapshot implements raft.Storage for the Raft library, which asks for it to send
-// it to a follower its log no longer covers: the snapshot's metadata and, as Data,
-// the bytes of its file, which the follower's Receive keeps. A file gone meanwhile (a
-// newer snapshot replaced it) is ErrSnapshotTemporarilyUnavailable: Raft tries again.
+// it to a follower its log no longer covers: the metadata alone, which names the
+// file the transport then streams (SnapshotRecords).
 func (s *WALStorage) Snapshot() (*raftpb.Snapshot, error) {
-	snap, err := s.MemoryStorage.Snapshot()
-	if err != nil || raft.IsEmptySnap(snap) {
-		return snap, err
-	}
-	idx := snap.GetMetadata().GetIndex()
-	data, err := readAll(s.fs, snapshotPath(s.cfg.Dir, snapSubdir, idx))
-	if err != nil {
-		s.logger.Warn("snapshot to send unreadable", "index", idx, "err", err)
-		return nil, raft.ErrSnapshotTemporarilyUnavailable
-	}
-	snap.Data = data
-	return snap, nil
+	return s.MemoryStorage.Snapshot()
 }
 
-// readAll reads the file at path whole.
-func readAll(fsys store.FS, path string) ([]byte, error) {
-	f, err := fsys.OpenFile(path, 0, 0)
-	if err != nil {
-		return nil, err
+// SnapshotRecords implements Storage: every record of the snapshot file at index, its
+// metadata first, for the transport to send.
+func (s *WALStorage) SnapshotRecords(index uint64) ReadFunc {
+	path := snapshotPath(s.cfg.Dir, snapSubdir, index)
+	return func(fn func([]byte) error) error {
+		_, err := store.ReadSnapshot(path, s.fs, fn)
+		return err
 	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return nil, err
-	}
-	buf := make([]byte, size)
-	if _, err := f.ReadAt(buf, 0); err != nil {
-		return nil, err
-	}
-	return buf, nil
 }
 
-// Receive implements Storage: snap.Data must be a snapshot file whose first record is
-// snap's metadata. Its records are checked (the file's checksums, and check, which
-// sees the state machine's records) while they are written to the member's receive
-// directory; the file is committed there only if all of it passed. It runs on a
-// connection's goroutine; the Ready loop goes on meanwhile.
-func (s *WALStorage) Receive(snap *raftpb.Snapshot, check func(read ReadFunc) error) error {
+// Receive implements Storage: records must be those of a snapshot file whose first
+// is md. They are written to the member's receive directory as they arrive, and the
+// state machine's are handed to check on their way (check calls the ReadFunc it is
+// given); the file is committed only if all of it passed. It runs on a connection's
+// goroutine; the Ready loop goes on meanwhile.
+func (s *WALStorage) Receive(md *raftpb.SnapshotMetadata, records ReadFunc, check func(read ReadFunc) error) error {
 	s.recvMu.Lock()
 	defer s.recvMu.Unlock()
-	md := snap.GetMetadata()
 	index := md.GetIndex()
-	data := snap.GetData()
-	name := "snapshot." + strconv.FormatUint(index, 16)
 	w, err := store.CreateSnapshot(filepath.Join(s.cfg.Dir, recvSubdir), int64(index), s.fs)
 	if err != nil {
 		return fmt.Errorf("quorum: %w", err)
 	}
 	first := true
 	read := func(fn func([]byte) error) error {
-		zxid, err := store.ReadSnapshotAt(name, bytes.NewReader(data), int64(len(data)), func(p []byte) error {
+		return records(func(p []byte) error {
 			if first {
 				first = false
-				if err := checkMetadata(p, index); err != nil {
+				if err := checkSent(p, md); err != nil {
 					return err
 				}
 				return w.Append(p)
@@ -192,13 +166,6 @@ func (s *WALStorage) Receive(snap *raftpb.Snapshot, check func(read ReadFunc) er
 			}
 			return fn(p)
 		})
-		if err == nil && uint64(zxid) != index {
-			err = fmt.Errorf("snapshot file of index %d sent as index %d", zxid, index)
-		}
-		if err == nil && first {
-			err = errors.New("snapshot file without raft metadata")
-		}
-		return err
 	}
 	if check == nil {
 		err = read(func([]byte) error { return nil })
@@ -206,7 +173,7 @@ func (s *WALStorage) Receive(snap *raftpb.Snapshot, check func(read ReadFunc) er
 		err = check(read)
 	}
 	if err == nil && first {
-		err = errors.New("the snapshot checker did not read the snapshot")
+		err = errors.New("no records: the snapshot checker did not read it, or it was empty")
 	}
 	if err == nil {
 		err = w.Commit()
@@ -215,6 +182,20 @@ func (s *WALStorage) Receive(snap *raftpb.Snapshot, check func(read ReadFunc) er
 		w.Abort()
 		return fmt.Errorf("snapshot at index %d: %w", index, err)
 	}
-	snap.Data = nil
+	return nil
+}
+
+// checkSent checks that p, a received snapshot's first record, is the metadata md of
+// the message that announced it.
+func checkSent(p []byte, md *raftpb.SnapshotMetadata) error {
+	got := new(raftpb.SnapshotMetadata)
+	if err := proto.Unmarshal(p, got); err != nil {
+		return fmt.Errorf("raft metadata: %w", err)
+	}
+	if got.GetIndex() != md.GetIndex() || got.GetTerm() != md.GetTerm() ||
+		got.GetConfState().Equivalent(md.GetConfState()) != nil {
+		return fmt.Errorf("the snapshot's metadata (index %d, term %d) is not its message's (index %d, term %d)",
+			got.GetIndex(), got.GetTerm(), md.GetIndex(), md.GetTerm())
+	}
 	return nil
 }

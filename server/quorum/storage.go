@@ -37,10 +37,13 @@ type Storage interface {
 	// slow followers) and every entry up to it from disk. A snapshot not newer than the
 	// current one is removed instead.
 	Checkpoint(md *raftpb.SnapshotMetadata, keep uint64) error
-	// Receive keeps the snapshot a leader sent (snap.Data: a snapshot file's bytes),
-	// until Save is given it, after check has seen every state machine record. It
-	// clears snap.Data.
-	Receive(snap *raftpb.Snapshot, check func(read ReadFunc) error) error
+	// Receive keeps the snapshot md a leader streams (records: its file's records,
+	// md first) until Save is given it, after check has seen every state machine
+	// record.
+	Receive(md *raftpb.SnapshotMetadata, records ReadFunc, check func(read ReadFunc) error) error
+	// SnapshotRecords reads every record of the snapshot file at index, its metadata
+	// first, to send it.
+	SnapshotRecords(index uint64) ReadFunc
 	// ReadSnapshot reads the state machine's records of the snapshot at index, which
 	// Save or Checkpoint kept.
 	ReadSnapshot(index uint64) ReadFunc

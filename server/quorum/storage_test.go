@@ -1,7 +1,6 @@
 package quorum
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -185,7 +184,7 @@ func segmentNames(t *testing.T, dir string) []string {
 	return names
 }
 
-// A snapshot goes from a leader's storage (Snapshot: its file's bytes) to a
+// A snapshot goes from a leader's storage (SnapshotRecords: its file's records) to a
 // follower's (Receive, then Save), whose log it replaces.
 func TestStorageReceive(t *testing.T) {
 	lead := openStorage(t, t.TempDir(), nil)
@@ -196,24 +195,21 @@ func TestStorageReceive(t *testing.T) {
 	must(t, lead.Checkpoint(meta(3, 2), 0))
 	snap, err := lead.Snapshot()
 	must(t, err)
-	if snap.GetMetadata().GetIndex() != 3 || len(snap.GetData()) == 0 {
-		t.Fatalf("leader's snapshot %v, want index 3 with its file", snap.GetMetadata())
+	if snap.GetMetadata().GetIndex() != 3 || len(snap.GetData()) != 0 {
+		t.Fatalf("leader's snapshot %v, want index 3 without data", snap.GetMetadata())
 	}
+	sent := lead.SnapshotRecords(3)
 
 	dir := t.TempDir()
 	f := openStorage(t, dir, nil)
 	must(t, f.Save(&raftpb.HardState{Term: new(uint64(1))}, []*raftpb.Entry{entry(1, 1, "a"), entry(1, 2, "old")}, nil, true))
 
-	// Damaged data is refused, and a checker's refusal too.
-	bad := *snap.GetMetadata()
-	damaged := &raftpb.Snapshot{Metadata: &bad, Data: bytes.Clone(snap.GetData())}
-	damaged.Data[len(damaged.Data)/2] ^= 1
-	if err := f.Receive(damaged, nil); !errors.Is(err, store.ErrCorrupt) {
-		t.Fatalf("damaged snapshot: %v, want ErrCorrupt", err)
+	// Records of another snapshot are refused, and a checker's refusal too.
+	if err := f.Receive(meta(3, 1), sent, nil); err == nil || !strings.Contains(err.Error(), "metadata") {
+		t.Fatalf("records of another snapshot: %v, want refused for their metadata", err)
 	}
-	refused := &raftpb.Snapshot{Metadata: &bad, Data: bytes.Clone(snap.GetData())}
 	no := errors.New("no")
-	if err := f.Receive(refused, func(read ReadFunc) error {
+	if err := f.Receive(snap.GetMetadata(), sent, func(read ReadFunc) error {
 		if err := read(func([]byte) error { return nil }); err != nil {
 			return err
 		}
@@ -221,15 +217,18 @@ func TestStorageReceive(t *testing.T) {
 	}); !errors.Is(err, no) {
 		t.Fatalf("refused snapshot: %v, want the checker's error", err)
 	}
+	if infos, _ := store.ListSnapshots(filepath.Join(dir, recvSubdir), nil); len(infos) != 0 {
+		t.Fatalf("refused snapshots were kept: %v", infos)
+	}
 
 	var checked []string
-	must(t, f.Receive(snap, func(read ReadFunc) error {
+	must(t, f.Receive(snap.GetMetadata(), sent, func(read ReadFunc) error {
 		var err error
 		checked, err = readRecords(read)
 		return err
 	}))
-	if fmt.Sprint(checked) != "[r1 r2 r3]" || snap.GetData() != nil {
-		t.Fatalf("checker saw %q, data left %d bytes", checked, len(snap.GetData()))
+	if fmt.Sprint(checked) != "[r1 r2 r3]" {
+		t.Fatalf("checker saw %q", checked)
 	}
 	must(t, f.Save(&raftpb.HardState{Term: new(uint64(2)), Commit: new(uint64(3))}, nil, snap, true))
 	must(t, f.Save(nil, []*raftpb.Entry{entry(2, 4, "d")}, nil, true))
