@@ -89,8 +89,8 @@ type Status struct {
 	Learners, SyncedLearners   int
 }
 
-// Node is one member's Raft. Its Ready loop persists, sends and applies; Propose and
-// ReadIndex are safe for concurrent use; Close is idempotent.
+// Node is one member's Raft. Its Ready loop applies, persists and sends (handleReady);
+// Propose and ReadIndex are safe for concurrent use; Close is idempotent.
 type Node struct {
 	cfg       Config
 	id        uint64
@@ -387,7 +387,12 @@ func (n *Node) run() {
 	}
 }
 
-// handleReady does one Ready's work except Advance.
+// handleReady does one Ready's work except Advance, in this order: the leader sends
+// its messages; the committed entries are applied (unless a snapshot came); the
+// hard state, entries and snapshot are saved (fdatasync when Raft says MustSync);
+// every other member sends its messages; a snapshot is restored and the committed
+// entries after it applied; read states answered; and a snapshot started when one is
+// due (written off this loop: snapshotWritten finishes it).
 func (n *Node) handleReady(rd raft.Ready) error {
 	// A leader may send its appends before its own write is durable (Raft thesis
 	// §10.2.1; etcd's server does the same): an entry commits only once a quorum,

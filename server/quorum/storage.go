@@ -180,11 +180,11 @@ func (s *WALStorage) refuseLegacy() error {
 	if len(old) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %s holds %s. This version keeps a member's log in %s and its snapshots in %s "+
-		"and does not read the old files. Move the old files away (or the whole directory) and start the member "+
-		"again: it starts empty and the ensemble's leader brings it up to date. Upgrade one member at a time, "+
-		"each once the others are up to date; an ensemble that must keep its data with every member on the old "+
-		"files has to go back to the previous version (docs/storage.md)",
+	return fmt.Errorf("%w: %s holds %s. This version keeps a member's log in %s and its snapshots in %s, "+
+		"speaks peer protocol 2, and does not read the old files. To keep the ensemble's data, run the previous "+
+		"version. To upgrade, either start the whole ensemble afresh (every member's directory moved away), or "+
+		"move this member's old files away and bring it back as a member that lost its disk: reconfig -remove it, "+
+		"start it with join: true, reconfig -add it (docs/ensemble.md), once the others run this version",
 		errLegacyFormat, s.cfg.Dir, strings.Join(old, ", "),
 		filepath.Join(s.cfg.Dir, logSubdir), filepath.Join(s.cfg.Dir, snapSubdir))
 }

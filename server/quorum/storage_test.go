@@ -258,7 +258,7 @@ func TestStorageRefusesPreviousFormat(t *testing.T) {
 			if !errors.Is(err, errLegacyFormat) {
 				t.Fatalf("OpenStorage = %v, want errLegacyFormat", err)
 			}
-			for _, want := range []string{dir, name, "Move the old files away"} {
+			for _, want := range []string{dir, name, "move this member's old files away", "join: true"} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error %q does not say %q", err, want)
 				}
