@@ -101,7 +101,7 @@ func (s *Server) startReplica() error {
 			qc.Voters[uint64(m.ID)] = m.PeerAddr
 		}
 	}
-	qc.Dir, qc.FS = s.raftDir(), s.fs
+	qc.Dir, qc.FS, qc.SplitLegacySnapshot = s.raftDir(), s.fs, splitLegacySnapshot
 	if s.cfg.PreAllocSize > 0 {
 		qc.SegmentSize = s.cfg.PreAllocSize
 	}

@@ -126,6 +126,23 @@ func loadSnapshotRecords(read quorum.ReadFunc) (*datatree.Tree, error) {
 	return l.Tree()
 }
 
+// splitLegacySnapshot splits the data of a Raft snapshot of the previous on-disk
+// format — the tree's records, each behind its uvarint length, in one buffer — into
+// its records, for quorum to convert the directory at start.
+func splitLegacySnapshot(data []byte, fn func([]byte) error) error {
+	for len(data) > 0 {
+		n, k := binary.Uvarint(data)
+		if k <= 0 || n > uint64(len(data)-k) {
+			return errors.New("record length past its end")
+		}
+		if err := fn(data[k : k+int(n)]); err != nil {
+			return err
+		}
+		data = data[k+int(n):]
+	}
+	return nil
+}
+
 // A note is what a member reports to the leader of its clients' sessions: the ids of
 // the sessions that had traffic since its last report, 8 bytes each, big-endian.
 

@@ -29,6 +29,9 @@ type Config struct {
 	// SegmentSize is the size of the log's segment files; 0 means
 	// store.DefaultSegmentSize.
 	SegmentSize int64
+	// SplitLegacySnapshot lets a directory of the previous format be converted at
+	// start (StorageConfig.SplitLegacySnapshot).
+	SplitLegacySnapshot func(data []byte, fn func(record []byte) error) error
 	// Listener, if set, is used instead of listening on this member's address
 	// (tests listen on 127.0.0.1:0 before they know every address).
 	Listener net.Listener

@@ -149,8 +149,10 @@
 // snapshot plus one segment (SegmentSize, zoo.cfg preAllocSize).
 //
 // A directory written by the previous format (raft.log, raft-*.log, snap-*.snap) is
-// refused at start with an error naming it and what to do: this version does not
-// convert it.
+// converted at start (legacy.go): the old files move into legacy/, the state they
+// hold is written in this format, and legacy/CONVERTED marks the end. The old
+// snapshot's data was one buffer; Config.SplitLegacySnapshot (the state machine's)
+// splits it into records, and without it such a directory is refused.
 //
 // # Transport
 //

@@ -141,7 +141,8 @@ func New(cfg Config, apply ApplyFunc, logger *slog.Logger) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	st, err := OpenStorage(StorageConfig{Dir: cfg.Dir, FS: cfg.FS, SegmentSize: cfg.SegmentSize}, logger)
+	st, err := OpenStorage(StorageConfig{Dir: cfg.Dir, FS: cfg.FS, SegmentSize: cfg.SegmentSize,
+		SplitLegacySnapshot: cfg.SplitLegacySnapshot}, logger)
 	if err != nil {
 		return nil, err
 	}

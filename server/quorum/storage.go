@@ -81,6 +81,11 @@ type StorageConfig struct {
 	FS store.FS
 	// SegmentSize is the WAL's segment size; 0 means store.DefaultSegmentSize.
 	SegmentSize int64
+	// SplitLegacySnapshot splits the state machine's data of a snapshot of the
+	// previous format (one []byte) into the records Snapshotter.Restore reads, so
+	// that OpenStorage can convert a directory that format wrote (legacy.go). Nil: a
+	// directory holding such a snapshot is refused.
+	SplitLegacySnapshot func(data []byte, fn func(record []byte) error) error
 	// NoPrepare turns off the WAL's background zero-filling of its next segment
 	// (tests that count file operations, and small test logs).
 	NoPrepare bool
@@ -113,7 +118,8 @@ func isLegacyFile(name string) bool {
 		strings.HasPrefix(name, "snap-") && strings.HasSuffix(name, ".snap")
 }
 
-// errLegacyFormat refuses a member directory written by the previous format.
+// errLegacyFormat refuses a member directory written by the previous format that
+// cannot be converted.
 var errLegacyFormat = errors.New("quorum: the member directory holds a Raft log in the previous format")
 
 // OpenStorage opens the storage in cfg.Dir, creating it if needed: it loads the
@@ -133,7 +139,7 @@ func OpenStorage(cfg StorageConfig, logger *slog.Logger) (*WALStorage, error) {
 		fsys = store.OS
 	}
 	s.fs = fsys
-	if err := s.refuseLegacy(); err != nil {
+	if err := s.convertLegacy(cfg.SplitLegacySnapshot); err != nil {
 		return nil, err
 	}
 	for _, sub := range []string{snapSubdir, recvSubdir} {
@@ -164,29 +170,11 @@ func OpenStorage(cfg StorageConfig, logger *slog.Logger) (*WALStorage, error) {
 	return s, nil
 }
 
-// refuseLegacy fails on a directory the previous format wrote: its log cannot be read
-// by this version, and starting empty beside it would lose what it holds.
-func (s *WALStorage) refuseLegacy() error {
-	des, err := s.fs.ReadDir(s.cfg.Dir)
-	if err != nil {
-		return nil // a missing directory is a new member; other errors come back at Open
-	}
-	var old []string
-	for _, de := range des {
-		if isLegacyFile(de.Name()) {
-			old = append(old, de.Name())
-		}
-	}
-	if len(old) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %s holds %s. This version keeps a member's log in %s and its snapshots in %s, "+
-		"speaks peer protocol 2, and does not read the old files. To keep the ensemble's data, run the previous "+
-		"version. To upgrade, either start the whole ensemble afresh (every member's directory moved away), or "+
-		"move this member's old files away and bring it back as a member that lost its disk: reconfig -remove it, "+
-		"start it with join: true, reconfig -add it (docs/ensemble.md), once the others run this version",
-		errLegacyFormat, s.cfg.Dir, strings.Join(old, ", "),
-		filepath.Join(s.cfg.Dir, logSubdir), filepath.Join(s.cfg.Dir, snapSubdir))
+// refuseLegacy fails on a directory holding a snapshot of the previous format when
+// no StorageConfig.SplitLegacySnapshot can convert it.
+func (s *WALStorage) refuseLegacy(dir string) error {
+	return fmt.Errorf("%w: %s holds a snapshot of the previous format, and this member has no state machine "+
+		"that can convert it (StorageConfig.SplitLegacySnapshot)", errLegacyFormat, dir)
 }
 
 // newestSnapshot returns the metadata of the newest snapshot file (nil if none), from

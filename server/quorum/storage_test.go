@@ -1,15 +1,17 @@
 package quorum
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"log/slog"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/paddock/paddock/server/store"
 )
@@ -247,25 +249,88 @@ func TestStorageReceive(t *testing.T) {
 	checkEntries(t, f, 4, []string{"d"}, nil)
 }
 
-// A directory the previous format wrote is refused with a message naming it and
-// saying what to do.
-func TestStorageRefusesPreviousFormat(t *testing.T) {
-	for _, name := range []string{"raft.log", "raft-0000000000000010.log", "snap-0000000000000010.snap"} {
-		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			must(t, os.WriteFile(filepath.Join(dir, name), []byte("old"), 0o644))
-			_, err := OpenStorage(StorageConfig{Dir: dir}, slog.New(slog.DiscardHandler))
-			if !errors.Is(err, errLegacyFormat) {
-				t.Fatalf("OpenStorage = %v, want errLegacyFormat", err)
-			}
-			for _, want := range []string{dir, name, "move this member's old files away", "join: true"} {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error %q does not say %q", err, want)
-				}
-			}
-			if _, err := os.Stat(filepath.Join(dir, logSubdir)); !os.IsNotExist(err) {
-				t.Errorf("a refused directory got a log: %v", err)
-			}
-		})
+// legacyRecord frames m as a record of the previous format.
+func legacyRecord(t *testing.T, typ byte, m proto.Message) []byte {
+	t.Helper()
+	p, err := proto.Marshal(m)
+	must(t, err)
+	body := append([]byte{typ}, p...)
+	b := binary.LittleEndian.AppendUint32(nil, crc32.Checksum(body, legacyCRC))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(p)))
+	return append(b, body...)
+}
+
+// splitUvarint is the state machine's split of an old snapshot: records behind their
+// uvarint lengths, as server/ wrote them.
+func splitUvarint(data []byte, fn func([]byte) error) error {
+	for len(data) > 0 {
+		n, k := binary.Uvarint(data)
+		if k <= 0 || n > uint64(len(data)-k) {
+			return errors.New("bad length")
+		}
+		if err := fn(data[k : k+int(n)]); err != nil {
+			return err
+		}
+		data = data[k+int(n):]
 	}
+	return nil
+}
+
+// A directory the previous format wrote is converted at start: its snapshot and the
+// log after it become the new files, the old ones move into legacy/; a conversion
+// cut short is done again.
+func TestStorageConvertsPreviousFormat(t *testing.T) {
+	dir := t.TempDir()
+	var data []byte
+	for _, r := range []string{"n1", "n2", "n3"} {
+		data = binary.AppendUvarint(data, uint64(len(r)))
+		data = append(data, r...)
+	}
+	snap := &raftpb.Snapshot{Data: data, Metadata: meta(5, 2)}
+	must(t, os.WriteFile(filepath.Join(dir, "snap-0000000000000005.snap"), legacyRecord(t, 3, snap), 0o644))
+	var log []byte
+	for _, e := range []*raftpb.Entry{entry(2, 4, "old"), entry(2, 6, "f"), entry(2, 7, "g"), entry(3, 7, "G")} {
+		log = append(log, legacyRecord(t, 1, e)...)
+	}
+	log = append(log, legacyRecord(t, 2, &raftpb.HardState{Term: new(uint64(3)), Vote: new(uint64(2)), Commit: new(uint64(7))})...)
+	log = append(log, 1, 2, 3) // a torn tail
+	must(t, os.WriteFile(filepath.Join(dir, "raft-0000000000000005.log"), log, 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "raft.log"), legacyRecord(t, 1, entry(1, 1, "stale")), 0o644))
+
+	if _, err := OpenStorage(StorageConfig{Dir: dir}, nil); !errors.Is(err, errLegacyFormat) ||
+		!strings.Contains(err.Error(), filepath.Join(dir, legacySubdir)) {
+		t.Fatalf("without a way to split its snapshot: %v, want errLegacyFormat naming the directory", err)
+	}
+	check := func() {
+		t.Helper()
+		s, err := OpenStorage(StorageConfig{Dir: dir, SegmentSize: 1024, NoPrepare: true, SplitLegacySnapshot: splitUvarint}, nil)
+		must(t, err)
+		defer s.Close()
+		if md := s.SnapshotMetadata(); md.GetIndex() != 5 || md.GetTerm() != 2 {
+			t.Fatalf("converted snapshot %v, want index 5 term 2", md)
+		}
+		got, err := readRecords(s.ReadSnapshot(5))
+		must(t, err)
+		if fmt.Sprint(got) != "[n1 n2 n3]" {
+			t.Fatalf("converted snapshot records %q", got)
+		}
+		checkEntries(t, s, 6, []string{"f", "G"}, []uint64{2, 3})
+		hs, _, _ := s.InitialState()
+		if hs.GetTerm() != 3 || hs.GetVote() != 2 || hs.GetCommit() != 7 {
+			t.Fatalf("converted hard state %v", hs)
+		}
+	}
+	check()
+	for _, name := range []string{"raft.log", "raft-0000000000000005.log", "snap-0000000000000005.snap", legacyDoneFile} {
+		if _, err := os.Stat(filepath.Join(dir, legacySubdir, name)); err != nil {
+			t.Errorf("legacy/%s: %v", name, err)
+		}
+	}
+	check() // converted once only: the new files are read as they are
+	// A conversion cut short (no CONVERTED yet, some new records written) is redone.
+	s := openStorage(t, dir, nil)
+	must(t, s.Save(nil, []*raftpb.Entry{entry(3, 8, "half-converted")}, nil, true))
+	must(t, s.Close())
+	must(t, os.Remove(filepath.Join(dir, legacySubdir, legacyDoneFile)))
+	check()
 }

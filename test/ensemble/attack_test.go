@@ -65,7 +65,7 @@ func dialIntruder(t *testing.T, addr string, cfg *tls.Config, from, to int) (*in
 		conn = tc
 	}
 	in := &intruder{conn: conn, r: bufio.NewReader(conn)}
-	body := []byte{1} // the protocol's version
+	body := []byte{2} // the protocol's version (2: snapshots streamed in chunks)
 	body = binary.BigEndian.AppendUint64(body, uint64(from))
 	body = binary.BigEndian.AppendUint64(body, uint64(to))
 	if err := in.frame(frameHello, body); err != nil {
