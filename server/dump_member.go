@@ -99,7 +99,8 @@ func describeLogRecord(r quorum.LogRecord) string {
 		return fmt.Sprintf("lsn %d hard state term=%d vote=%d commit=%d", r.LSN, hs.GetTerm(), hs.GetVote(), hs.GetCommit())
 	default:
 		md := r.Snapshot
-		return fmt.Sprintf("lsn %d snapshot index=%d term=%d %s", r.LSN, md.GetIndex(), md.GetTerm(), describeConfState(md.GetConfState()))
+		return fmt.Sprintf("lsn %d snapshot index=%d term=%d %s needed_from_lsn=%d", r.LSN, md.GetIndex(), md.GetTerm(),
+			describeConfState(md.GetConfState()), r.From)
 	}
 }
 

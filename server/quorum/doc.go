@@ -113,16 +113,20 @@
 // conflicting tail, and a hard state has no index. A record's payload is a type byte
 // and a protobuf message:
 //
-//	1  raftpb.Entry             one per entry of a Save
-//	2  raftpb.HardState         after a Save's entries; again after each snapshot record
-//	3  raftpb.SnapshotMetadata  the snapshot file of that index is durable
+//	1  raftpb.Entry                       one per entry of a Save
+//	2  raftpb.HardState                   after a Save's entries; again after each
+//	                                      snapshot record
+//	3  from (uint64 big-endian),          the snapshot file of that index is durable,
+//	   raftpb.SnapshotMetadata            and no record before lsn from is needed
 //
 // A snapshot file is a server/store snapshot whose zxid field is the Raft index: its
 // first record is the raftpb.SnapshotMetadata (index, term, ConfState), the rest are
 // the state machine's records.
 //
 // OpenStorage loads the metadata of the newest snapshot file, then replays the whole
-// WAL (Replay from WAL.Start): an entry at an index already held replaces that index
+// WAL (Replay from WAL.Start), taking the entries from the last snapshot record's from
+// on (a purge may leave overwritten entries before it, after a hole): an entry at an
+// index already held replaces that index
 // and every later one, an entry at or before the snapshot is skipped, an entry past
 // the end is a hole (an error), the last hard state wins, and a snapshot record newer
 // than the snapshot loaded means its file is missing (an error). If the replayed hard
@@ -138,9 +142,9 @@
 //     CreateSnapshot and Commit; a received one is renamed from recv/);
 //  2. the WAL: a snapshot record for S, then the current hard state again, synced;
 //  3. older snapshot files are removed, and the WAL segments whose records all
-//     precede both the snapshot record and the first entry after S
-//     (WAL.PurgeBefore); for a received snapshot every earlier record, since Raft
-//     dropped the whole log for it.
+//     precede from: the snapshot record or, if earlier, the live entry S+1, which
+//     replaced every earlier record of the indexes after S (WAL.PurgeBefore); for a
+//     received snapshot from is its record, since Raft dropped the whole log for it.
 //
 // A crash between any two steps leaves a directory OpenStorage recovers: after 1 the
 // newest snapshot file is used and the WAL's entries up to S skipped; after 2 the

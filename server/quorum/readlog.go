@@ -19,6 +19,8 @@ type LogRecord struct {
 	Entry     *raftpb.Entry
 	HardState *raftpb.HardState
 	Snapshot  *raftpb.SnapshotMetadata // a snapshot durable in the snapshot directory
+	// From, for a snapshot record: no record before this lsn is needed any more.
+	From int64
 }
 
 // ReadLog reads the log of the member directory dir without opening it for writing
@@ -51,8 +53,11 @@ func decodeRecord(lsn int64, p []byte) (LogRecord, error) {
 		r.HardState = new(raftpb.HardState)
 		m = r.HardState
 	case recSnapshot:
-		r.Snapshot = new(raftpb.SnapshotMetadata)
-		m = r.Snapshot
+		if len(p) < 9 {
+			return r, errors.New("snapshot record too short")
+		}
+		r.Snapshot, r.From = new(raftpb.SnapshotMetadata), int64(binary.BigEndian.Uint64(p[1:]))
+		return r, proto.Unmarshal(p[9:], r.Snapshot)
 	default:
 		return r, fmt.Errorf("unknown record type %d", p[0])
 	}

@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -63,7 +64,7 @@ type ReadFunc func(fn func(record []byte) error) error
 const (
 	recEntry     byte = 1 // a raftpb.Entry
 	recHardState byte = 2 // a raftpb.HardState
-	recSnapshot  byte = 3 // a raftpb.SnapshotMetadata: its snapshot file is durable
+	recSnapshot  byte = 3 // from (uint64 big-endian) + a raftpb.SnapshotMetadata: its snapshot file is durable
 )
 
 // Directories in a member's directory.
@@ -226,6 +227,8 @@ func (s *WALStorage) load(md *raftpb.SnapshotMetadata) error {
 		s.snapIndex = md.GetIndex()
 	}
 	var hs *raftpb.HardState
+	var ents []lsnEntry
+	var from int64 // the last snapshot record's: entries before it are not needed
 	err := s.wal.Replay(s.wal.Start(), func(lsn int64, p []byte) error {
 		if len(p) == 0 {
 			return errors.New("empty record")
@@ -236,17 +239,21 @@ func (s *WALStorage) load(md *raftpb.SnapshotMetadata) error {
 			if err := proto.Unmarshal(p[1:], e); err != nil {
 				return fmt.Errorf("raft entry: %w", err)
 			}
-			return s.loadEntry(lsn, e)
+			ents = append(ents, lsnEntry{lsn, e})
 		case recHardState:
 			hs = new(raftpb.HardState)
 			if err := proto.Unmarshal(p[1:], hs); err != nil {
 				return fmt.Errorf("raft hard state: %w", err)
 			}
 		case recSnapshot:
+			if len(p) < 9 {
+				return errors.New("raft snapshot record too short")
+			}
 			m := new(raftpb.SnapshotMetadata)
-			if err := proto.Unmarshal(p[1:], m); err != nil {
+			if err := proto.Unmarshal(p[9:], m); err != nil {
 				return fmt.Errorf("raft snapshot record: %w", err)
 			}
+			from = int64(binary.BigEndian.Uint64(p[1:]))
 			if m.GetIndex() > s.snapIndex {
 				return fmt.Errorf("the log records a snapshot at index %d, but %s holds none at or after it",
 					m.GetIndex(), filepath.Join(s.cfg.Dir, snapSubdir))
@@ -256,6 +263,11 @@ func (s *WALStorage) load(md *raftpb.SnapshotMetadata) error {
 		}
 		return nil
 	})
+	for _, le := range ents {
+		if err == nil && le.lsn >= from {
+			err = s.loadEntry(le.lsn, le.e)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("quorum: replay raft log in %s: %w", filepath.Join(s.cfg.Dir, logSubdir), err)
 	}
@@ -265,6 +277,12 @@ func (s *WALStorage) load(md *raftpb.SnapshotMetadata) error {
 		}
 	}
 	return s.coverSnapshot(md)
+}
+
+// lsnEntry is a replayed entry and its record's lsn.
+type lsnEntry struct {
+	lsn int64
+	e   *raftpb.Entry
 }
 
 // loadEntry puts a replayed entry into memory: one at an index already held replaces
@@ -277,7 +295,7 @@ func (s *WALStorage) loadEntry(lsn int64, e *raftpb.Entry) error {
 	}
 	last, _ := s.LastIndex()
 	if i > last+1 {
-		return fmt.Errorf("raft entry at index %d follows index %d: the entries between are missing", i, last)
+		return fmt.Errorf("raft entry at index %d (record %d) follows index %d: the entries between are missing", i, lsn, last)
 	}
 	if err := s.MemoryStorage.Append([]*raftpb.Entry{e}); err != nil {
 		return err
@@ -310,8 +328,13 @@ func (s *WALStorage) coverSnapshot(md *raftpb.SnapshotMetadata) error {
 // appendRecord appends one record of typ holding m to the WAL, under the next lsn,
 // and returns that lsn.
 func (s *WALStorage) appendRecord(typ byte, m proto.Message) (int64, error) {
+	return s.appendRecordAfter(typ, nil, m)
+}
+
+// appendRecordAfter is appendRecord with head between the type and m.
+func (s *WALStorage) appendRecordAfter(typ byte, head []byte, m proto.Message) (int64, error) {
 	var err error
-	s.buf, err = proto.MarshalOptions{}.MarshalAppend(append(s.buf[:0], typ), m)
+	s.buf, err = proto.MarshalOptions{}.MarshalAppend(append(append(s.buf[:0], typ), head...), m)
 	if err != nil {
 		return 0, fmt.Errorf("quorum: encode raft record: %w", err)
 	}
@@ -382,7 +405,8 @@ func (s *WALStorage) install(snap *raftpb.Snapshot) error {
 	if err := s.fs.SyncDir(filepath.Dir(to)); err != nil {
 		return fmt.Errorf("quorum: install snapshot: sync directory: %w", err)
 	}
-	marker, err := s.recordSnapshot(md)
+	// Raft drops the whole log for a snapshot it is sent: nothing before it is needed.
+	marker, err := s.recordSnapshot(md, s.wal.LastZxid()+1)
 	if err != nil {
 		return err
 	}
@@ -395,7 +419,6 @@ func (s *WALStorage) install(snap *raftpb.Snapshot) error {
 	if _, _, err := store.PurgeSnapshots(filepath.Join(s.cfg.Dir, recvSubdir), s.fs, 1); err != nil {
 		return fmt.Errorf("quorum: %w", err)
 	}
-	// Raft drops the whole log for a snapshot it is sent: nothing before it is needed.
 	return s.purge(marker - 1)
 }
 
@@ -413,19 +436,24 @@ func (s *WALStorage) Checkpoint(md *raftpb.SnapshotMetadata, keep uint64) error 
 	if _, err := s.MemoryStorage.CreateSnapshot(index, md.GetConfState(), nil); err != nil {
 		return fmt.Errorf("quorum: create snapshot: %w", err)
 	}
-	marker, err := s.recordSnapshot(md)
-	if err != nil {
+	// Every record before the snapshot's record and before the first entry after
+	// index is covered: entries up to index by the snapshot, hard states by the one
+	// written again after it, and entries after index by the live one, which replaced
+	// any earlier record of them.
+	from := s.wal.LastZxid() + 1
+	n := index - s.snapIndex
+	if n < uint64(len(s.lsns)) {
+		from = min(from, s.lsns[n])
+	}
+	if _, err := s.recordSnapshot(md, from); err != nil {
 		return err
 	}
-	// Every record before the marker and before the first entry after index is
-	// covered: entries up to index by the snapshot, hard states by the one above.
-	purge := marker - 1
-	if n := index - s.snapIndex; n < uint64(len(s.lsns)) {
-		purge = min(purge, s.lsns[n]-1)
+	if n < uint64(len(s.lsns)) {
 		s.lsns = slices.Clone(s.lsns[n:])
 	} else {
 		s.lsns = nil
 	}
+	purge := from - 1
 	s.snapIndex = index
 	if index > keep {
 		if err := s.MemoryStorage.Compact(index - keep); err != nil && !errors.Is(err, raft.ErrCompacted) {
@@ -435,11 +463,13 @@ func (s *WALStorage) Checkpoint(md *raftpb.SnapshotMetadata, keep uint64) error 
 	return s.purge(purge)
 }
 
-// recordSnapshot appends the record of the durable snapshot md and the hard state
-// again, so that no record before them is needed for either, and syncs the WAL. It
-// returns the lsn of the snapshot's record.
-func (s *WALStorage) recordSnapshot(md *raftpb.SnapshotMetadata) (int64, error) {
-	marker, err := s.appendRecord(recSnapshot, md)
+// recordSnapshot appends the record of the durable snapshot md, which says that no
+// record before lsn from is needed, and the hard state again, so that none before it
+// is needed for that either; and syncs the WAL. It returns the lsn of the snapshot's
+// record. Replay ignores the entries before the last snapshot record's from: once
+// older segments are purged, ones left there may follow a hole.
+func (s *WALStorage) recordSnapshot(md *raftpb.SnapshotMetadata, from int64) (int64, error) {
+	marker, err := s.appendRecordAfter(recSnapshot, binary.BigEndian.AppendUint64(nil, uint64(from)), md)
 	if err != nil {
 		return 0, err
 	}

@@ -334,3 +334,33 @@ func TestStorageConvertsPreviousFormat(t *testing.T) {
 	must(t, os.Remove(filepath.Join(dir, legacySubdir, legacyDoneFile)))
 	check()
 }
+
+// After a purge, the oldest segment left may start with entries a new leader
+// overwrote, after a hole: replay starts at the lsn the last snapshot record names, so
+// they are not taken for a damaged log.
+func TestStorageReplayAfterPurgeSkipsOverwrittenEntries(t *testing.T) {
+	dir := t.TempDir()
+	s := openStorage(t, dir, nil)
+	var ents []*raftpb.Entry
+	for i := uint64(1); i <= 10; i++ {
+		size := 150 // five of these and one small one fill the first 1024-byte segment
+		if i > 5 {
+			size = 30 // the rest, and the overwriting entries, to the second
+		}
+		ents = append(ents, entry(1, i, strings.Repeat("x", size)))
+	}
+	must(t, s.Save(nil, ents, nil, true))
+	must(t, s.Save(&raftpb.HardState{Term: new(uint64(2)), Commit: new(uint64(4))},
+		[]*raftpb.Entry{entry(2, 3, "c2"), entry(2, 4, "d2")}, nil, true))
+	must(t, s.WriteSnapshot(meta(3, 2), records{"s3"}, nil))
+	must(t, s.Checkpoint(meta(3, 2), 0))
+	// The first segment (entries 1-6) is purged; the second starts with term 1's
+	// entries 7-10, overwritten, after a hole.
+	if segs := segmentNames(t, dir); len(segs) != 1 || segs[0] != "0000000000000007.wal" {
+		t.Fatalf("segments after the purge %v, want the one from lsn 7", segs)
+	}
+	must(t, s.Close())
+	s = openStorage(t, dir, nil)
+	defer s.Close()
+	checkEntries(t, s, 4, []string{"d2"}, []uint64{2})
+}

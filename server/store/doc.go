@@ -158,7 +158,8 @@
 //	+--------+   +------+---------------------------------------------+
 //	               1      raftpb.Entry             an entry (index, term, data)
 //	               2      raftpb.HardState         term, vote, commit
-//	               3      raftpb.SnapshotMetadata  the snapshot at its index is durable
+//	               3      from (uint64 BE) +       the snapshot at its index is durable;
+//	                      raftpb.SnapshotMetadata  no record before lsn from is needed
 //
 // A member's snapshot file is a snapshot as above whose zxid field is the Raft index;
 // its first record is the raftpb.SnapshotMetadata (index, term, membership), the
