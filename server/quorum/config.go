@@ -85,6 +85,10 @@ type Config struct {
 	// receives it, and when it is applied — where a change it refuses is skipped, alike
 	// on every member, as it must be deterministic.
 	CheckConfChange func(context []byte, after *raftpb.ConfState) error
+	// MaxSnapshotBytes bounds the records of a snapshot a leader streams to this
+	// member, so that a peer cannot fill its disk; a larger one closes the
+	// connection. 0: no bound.
+	MaxSnapshotBytes int64
 	// MaxSizePerMsg and MaxInflightMsgs are Raft's flow control knobs.
 	MaxSizePerMsg   uint64
 	MaxInflightMsgs int
@@ -105,6 +109,8 @@ func DefaultConfig() Config {
 		SnapshotEntries: 10000,
 		KeepEntries:     5000,
 		MaxEntryBytes:   8 << 20,
+		// A tree of 32 GiB: far more than a coordination service holds in memory.
+		MaxSnapshotBytes: 32 << 30,
 	}
 }
 

@@ -207,7 +207,7 @@ func newNode(cfg Config, st Storage, apply ApplyFunc, logger *slog.Logger) (*Nod
 	tc := transportConfig{
 		self: cfg.ID, peers: cfg.others(), queueLen: cfg.SendQueue, limits: cfg.frameLimits(),
 		recv: n.receive, onNote: n.onNote, unreachable: n.rn.ReportUnreachable,
-		recvSnap: n.receiveSnapshot, snapshot: st.SnapshotRecords,
+		recvSnap: n.receiveSnapshot, snapshot: st.SnapshotRecords, maxSnapshot: cfg.MaxSnapshotBytes,
 		counters: &n.counters, refusals: n.refusals, logger: n.logger, timeouts: defaultTimeouts,
 	}
 	if cfg.timeouts != nil {

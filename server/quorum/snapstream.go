@@ -119,6 +119,8 @@ func writeFrame(w *bufio.Writer, conn net.Conn, kind byte, body []byte) error {
 type snapStream struct {
 	r      *bufio.Reader
 	limits frameLimits
+	max    int64 // the most bytes of records taken; 0: no bound
+	bytes  int64 // bytes of records read so far
 	read   bool  // records was called
 	done   bool  // the end frame was read
 	err    error // a broken stream: the connection must close
@@ -136,7 +138,7 @@ func (t *Transport) readSnapshot(r *bufio.Reader, from uint64, body []byte) erro
 	if m.GetType() != raftpb.MsgSnap {
 		return fmt.Errorf("%w: %s in a frame of kind %d", errBadFrame, m.GetType(), frameSnap)
 	}
-	s := &snapStream{r: r, limits: t.cfg.limits}
+	s := &snapStream{r: r, limits: t.cfg.limits, max: t.cfg.maxSnapshot}
 	if t.cfg.recvSnap != nil {
 		t.cfg.recvSnap(from, m, s.records)
 	}
@@ -167,6 +169,10 @@ func (s *snapStream) next(fn func([]byte) error) error {
 	}
 	switch kind {
 	case frameSnapChunk:
+		if s.bytes += int64(len(body)); s.max > 0 && s.bytes > s.max {
+			s.err = fmt.Errorf("%w: snapshot larger than %d bytes", errFrameSize, s.max)
+			return s.err
+		}
 		for len(body) > 0 {
 			n, k := binary.Uvarint(body)
 			if k <= 0 || n > uint64(len(body)-k) {

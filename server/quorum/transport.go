@@ -62,6 +62,7 @@ type transportConfig struct {
 	// taken, or sent.
 	recvSnap    func(from uint64, m *raftpb.Message, records ReadFunc)
 	snapshot    func(index uint64) ReadFunc
+	maxSnapshot int64 // bounds a received snapshot's bytes; 0: no bound
 	unreachable func(id uint64)
 	counters    *counters
 	refusals    *limitedLog

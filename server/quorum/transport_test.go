@@ -580,3 +580,42 @@ func TestSnapshotStream(t *testing.T) {
 		t.Error("the bad chunk was not counted as a refused frame")
 	}
 }
+
+// TestSnapshotStreamBounded: a stream past the transport's bound on a snapshot's
+// bytes closes the connection before the rest is taken.
+func TestSnapshotStreamBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	tr := newTransport(ln, transportConfig{
+		self: 1, peers: map[uint64]string{2: "127.0.0.1:1"}, queueLen: 1, maxSnapshot: 1000,
+		limits: frameLimits{raft: 1 << 20, snap: 1 << 20, note: 1 << 10, chunk: 1 << 10}, timeouts: *shortTimeouts,
+		recv: func(uint64, *raftpb.Message) {},
+		recvSnap: func(from uint64, m *raftpb.Message, records ReadFunc) {
+			got <- records(func([]byte) error { return nil })
+		},
+		unreachable: func(uint64) {}, counters: &counters{}, refusals: newLimitedLog(testLogger()), logger: testLogger(),
+	})
+	defer tr.Close()
+	m := msg(raftpb.MsgSnap, 2, 2)
+	m.Snapshot = &raftpb.Snapshot{Metadata: &raftpb.SnapshotMetadata{Index: new(uint64(5)), Term: new(uint64(1))}}
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := appendFrame(nil, frameSnap, b)
+	for range 3 {
+		stream = appendFrame(stream, frameSnapChunk, append([]byte{0x80, 3}, make([]byte, 400-2)...)[:400])
+	}
+	in, _ := dialPeer(t, ln.Addr().String(), nil)
+	if err := in.hello(2, 1); err != nil {
+		t.Fatal(err)
+	}
+	in.send(stream)
+	if err := <-got; !errors.Is(err, errFrameSize) {
+		t.Fatalf("a snapshot past the bound: %v, want errFrameSize", err)
+	}
+	in.closedWithin(5 * time.Second)
+}
