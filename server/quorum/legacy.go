@@ -43,6 +43,17 @@ const (
 
 var legacyCRC = crc32.MakeTable(crc32.Castagnoli)
 
+// isLegacyFile reports whether name is that of a file the previous format kept in a
+// member's directory.
+func isLegacyFile(name string) bool {
+	return name == "raft.log" || strings.HasPrefix(name, "raft-") && strings.HasSuffix(name, ".log") ||
+		strings.HasPrefix(name, "snap-") && strings.HasSuffix(name, ".snap")
+}
+
+// errLegacyFormat refuses a member directory written by the previous format that
+// cannot be converted.
+var errLegacyFormat = errors.New("quorum: the member directory holds a Raft log in the previous format")
+
 // convertLegacy converts a directory the previous format wrote, if it is one. split
 // splits the state machine's data of an old snapshot into its records; without it a
 // directory holding an old snapshot is refused.

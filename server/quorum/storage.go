@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 
 	"go.etcd.io/raft/v3"
@@ -76,7 +75,9 @@ const (
 
 // StorageConfig says where a member's storage lives.
 type StorageConfig struct {
-	// Dir is the member's directory: Dir/log holds the WAL, Dir/snap the snapshots.
+	// Dir is the member's directory: Dir/log holds the WAL, Dir/snap the snapshots,
+	// Dir/recv a snapshot being received, Dir/legacy the files of the previous format
+	// once converted.
 	Dir string
 	// FS is the file system; nil means the operating system's.
 	FS store.FS
@@ -112,17 +113,6 @@ type WALStorage struct {
 	recvMu sync.Mutex // one Receive at a time
 }
 
-// legacyFiles are the names of the files the format before this one kept in a
-// member's directory.
-func isLegacyFile(name string) bool {
-	return name == "raft.log" || strings.HasPrefix(name, "raft-") && strings.HasSuffix(name, ".log") ||
-		strings.HasPrefix(name, "snap-") && strings.HasSuffix(name, ".snap")
-}
-
-// errLegacyFormat refuses a member directory written by the previous format that
-// cannot be converted.
-var errLegacyFormat = errors.New("quorum: the member directory holds a Raft log in the previous format")
-
 // OpenStorage opens the storage in cfg.Dir, creating it if needed: it loads the
 // metadata of the newest snapshot file, then replays the WAL, keeping the entries
 // after that snapshot and the last hard state. The WAL repairs a torn tail and fails
@@ -134,12 +124,11 @@ func OpenStorage(cfg StorageConfig, logger *slog.Logger) (*WALStorage, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &WALStorage{MemoryStorage: raft.NewMemoryStorage(), cfg: cfg, fs: cfg.FS, logger: logger}
 	fsys := cfg.FS
 	if fsys == nil {
 		fsys = store.OS
 	}
-	s.fs = fsys
+	s := &WALStorage{MemoryStorage: raft.NewMemoryStorage(), cfg: cfg, fs: fsys, logger: logger}
 	if err := s.convertLegacy(cfg.SplitLegacySnapshot); err != nil {
 		return nil, err
 	}
