@@ -387,14 +387,6 @@ func ReadSnapshot(path string, fsys FS, fn func(payload []byte) error) (zxid int
 	return readSnapshot(filepath.Base(path), f, size, fn)
 }
 
-// ReadSnapshotAt reads a snapshot file's size bytes from r, as ReadSnapshot reads a
-// file: a snapshot held in memory or arriving from elsewhere, checked the same way.
-// name is the file name errors give (and whose zxid the header must match, when it
-// is a snapshot's name).
-func ReadSnapshotAt(name string, r io.ReaderAt, size int64, fn func(payload []byte) error) (zxid int64, err error) {
-	return readSnapshot(name, r, size, fn)
-}
-
 // readSnapshot reads the size bytes of the snapshot file name from ra.
 func readSnapshot(name string, ra io.ReaderAt, size int64, fn func([]byte) error) (int64, error) {
 	r := &snapshotReader{

@@ -353,29 +353,3 @@ func TestRemoveSnapshotTemps(t *testing.T) {
 		t.Fatalf("missing directory: %v %v", removed, err)
 	}
 }
-
-// TestReadSnapshotAt reads a snapshot held in memory as ReadSnapshot reads its file,
-// and finds the same damage.
-func TestReadSnapshotAt(t *testing.T) {
-	dir := t.TempDir()
-	want := snapshotPayloads(50, func(i int) int { return 10 + i*7 })
-	path := writeSnapshot(t, dir, 0x42, want)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got [][]byte
-	zxid, err := ReadSnapshotAt(filepath.Base(path), bytes.NewReader(data), int64(len(data)), func(p []byte) error {
-		got = append(got, bytes.Clone(p))
-		return nil
-	})
-	if err != nil || zxid != 0x42 || len(got) != len(want) || !bytes.Equal(got[49], want[49]) {
-		t.Fatalf("ReadSnapshotAt = %#x, %d records, %v", zxid, len(got), err)
-	}
-	data[len(data)/2] ^= 1
-	_, err = ReadSnapshotAt("received", bytes.NewReader(data), int64(len(data)), func([]byte) error { return nil })
-	var ce *CorruptError
-	if !errors.As(err, &ce) || ce.File != "received" {
-		t.Fatalf("damaged in the middle: %v, want a *CorruptError naming %q", err, "received")
-	}
-}
