@@ -35,10 +35,11 @@ type member struct {
 
 	mu       sync.Mutex
 	records  []record
-	restores int      // Restore calls
-	changes  []string // contexts of the conf changes applied
-	notes    []string // "from: data" of the notes received
-	join     bool     // start as a joining member
+	restores int           // Restore calls
+	changes  []string      // contexts of the conf changes applied
+	notes    []string      // "from: data" of the notes received
+	join     bool          // start as a joining member
+	gate     chan struct{} // if set, a snapshot's records wait for it to close
 }
 
 func (m *member) confChanged(c *ConfEntry) {
@@ -90,7 +91,8 @@ type cluster struct {
 	// tls, if set, gives each member its TLS settings; timeouts its peer timeouts.
 	tls      map[uint64]*TLS
 	timeouts *peerTimeouts
-	fs       store.FS // the members' file system; nil: the operating system's
+	fs       store.FS      // the members' file system; nil: the operating system's
+	gate     chan struct{} // given to every member (see member.gate)
 }
 
 // newCluster starts voters 1..nv and learners nv+1..nv+nl on 127.0.0.1, each with a
@@ -125,7 +127,7 @@ func newClusterWith(t *testing.T, nv, nl int, setup func(*cluster)) *cluster {
 		} else {
 			c.learners[id] = ln.Addr().String()
 		}
-		c.members[id] = &member{id: id, dir: t.TempDir()}
+		c.members[id] = &member{id: id, dir: t.TempDir(), gate: c.gate}
 	}
 	for id, ln := range lns {
 		c.start(id, ln)

@@ -28,7 +28,21 @@ func (m *member) Snapshot() (StateSnapshot, error) {
 		b = binary.BigEndian.AppendUint64(b, uint64(len(r.data)))
 		view = append(view, append(b, r.data...))
 	}
+	if m.gate != nil {
+		return gatedRecords{view, m.gate}, nil
+	}
 	return view, nil
+}
+
+// gatedRecords hands out its records once gate is closed.
+type gatedRecords struct {
+	encodedRecords
+	gate chan struct{}
+}
+
+func (g gatedRecords) Records(fn func([]byte) error) error {
+	<-g.gate
+	return g.encodedRecords.Records(fn)
 }
 
 type encodedRecords [][]byte
@@ -194,4 +208,33 @@ func TestLaggingMemberCatchesUpBySnapshot(t *testing.T) {
 	}
 	c.propose(down, "from-lagged")
 	c.converged(106)
+}
+
+// TestSnapshotWrittenOffTheReadyLoop: while a snapshot's records are being written
+// (here: held back), the member goes on committing and applying proposals; the log
+// is compacted once the file is done.
+func TestSnapshotWrittenOffTheReadyLoop(t *testing.T) {
+	gate := make(chan struct{})
+	c := newClusterWith(t, 1, 0, func(c *cluster) {
+		c.snapEvery, c.keep, c.gate = 5, 1, gate
+	})
+	c.leader(5 * time.Second)
+	for i := range 30 { // the first snapshot starts after 5 and waits at the gate
+		c.propose(1, fmt.Sprintf("v%d", i))
+	}
+	c.converged(30)
+	if _, snaps := storageFiles(t, c.members[1].dir); len(snaps) != 0 {
+		t.Fatalf("snapshots %v written while their records were held back", snaps)
+	}
+	if first, _ := c.members[1].node.storage.FirstIndex(); first > 2 {
+		t.Fatalf("log compacted to %d before any snapshot was written", first)
+	}
+	close(gate)
+	eventually(t, 5*time.Second, func() error {
+		_, snaps := storageFiles(t, c.members[1].dir)
+		if first, _ := c.members[1].node.storage.FirstIndex(); len(snaps) != 1 || first <= 2 {
+			return fmt.Errorf("snapshots %v, log from %d: not compacted after the snapshot", snaps, first)
+		}
+		return nil
+	})
 }
