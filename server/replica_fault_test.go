@@ -52,7 +52,7 @@ func TestMemberFailStop(t *testing.T) {
 				if target == "snapshot.*" {
 					ops = faultfs.OpRename // the snapshot's commit: the member stops at its next log write
 				}
-				after := 150 // syncs of the log: well into the load
+				after := 60 // syncs of the log: well into the load
 				if target == "snapshot.*" {
 					after = 3 // renames of snapshots: the fourth commit
 				}
