@@ -16,7 +16,8 @@ import (
 )
 
 // DumpStore prints, for operators, every snapshot in dataDir and every record of the log
-// in logDir (dataDir when empty) in readable form. It only reads: it may run beside a
+// in logDir (dataDir when empty) in readable form, and, for an ensemble member, its
+// Raft directory (logDir/raft: dumpMember). It only reads: it may run beside a
 // live server. Damage is printed where it is met, and returned after the whole dump.
 func DumpStore(w io.Writer, dataDir, logDir string) error {
 	var errs []error
@@ -31,6 +32,10 @@ func DumpStore(w io.Writer, dataDir, logDir string) error {
 		}
 	}
 	dir := logDirOf(dataDir, logDir)
+	if isMember(dataDir, logDir) && !exists(dir) {
+		// An ensemble member keeps its log in its Raft directory only.
+		return errors.Join(append(errs, dumpMember(w, raftDirOf(dataDir, logDir)))...)
+	}
 	fmt.Fprintf(w, "log %s\n", dir)
 	records := 0
 	err = store.ReadLog(dir, nil, func(zxid int64, payload []byte) error {
@@ -49,6 +54,9 @@ func DumpStore(w io.Writer, dataDir, logDir string) error {
 		errs = append(errs, err)
 	}
 	fmt.Fprintf(w, "  (%d records)\n", records)
+	if err := dumpMember(w, raftDirOf(dataDir, logDir)); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -58,6 +66,12 @@ func dumpSnapshot(w io.Writer, info store.SnapshotInfo) error {
 	if err != nil {
 		return err
 	}
+	dumpTree(w, t)
+	return nil
+}
+
+// dumpTree prints every node of t with its stat, ACL and data, then the sessions.
+func dumpTree(w io.Writer, t *datatree.Tree) {
 	t.Walk(func(n *datatree.Node) {
 		s := n.Stat()
 		fmt.Fprintf(w, "  %s czxid=0x%x mzxid=0x%x pzxid=0x%x ctime=%s mtime=%s version=%d cversion=%d aversion=%d owner=%s children=%d acl=%s data=%s\n",
@@ -67,7 +81,6 @@ func dumpSnapshot(w io.Writer, info store.SnapshotInfo) error {
 	for _, s := range t.Sessions() {
 		fmt.Fprintf(w, "  session 0x%x timeout=%dms\n", s.ID, s.Timeout)
 	}
-	return nil
 }
 
 func owner(n *datatree.Node) string {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -74,12 +73,15 @@ func newReplica(s *Server) *replica {
 }
 
 // raftDir is where a member keeps its Raft log and snapshots.
-func (s *Server) raftDir() string {
-	dir := s.cfg.DataLogDir
-	if dir == "" {
-		dir = s.cfg.DataDir
+func (s *Server) raftDir() string { return raftDirOf(s.cfg.DataDir, s.cfg.DataLogDir) }
+
+// raftDirOf says where a data directory keeps a member's Raft log and snapshots (in
+// dataLogDir when set), for the server and for DumpStore.
+func raftDirOf(dataDir, dataLogDir string) string {
+	if dataLogDir == "" {
+		dataLogDir = dataDir
 	}
-	return filepath.Join(dir, "raft")
+	return filepath.Join(dataLogDir, "raft")
 }
 
 // open starts this server's Raft member and waits until the state its own log holds is
@@ -108,7 +110,10 @@ func (r *replica) open() error {
 			qc.Voters[uint64(m.ID)] = m.PeerAddr
 		}
 	}
-	qc.Dir = s.raftDir()
+	qc.Dir, qc.FS, qc.SplitLegacySnapshot = s.raftDir(), s.fs, splitLegacySnapshot
+	if s.cfg.PreAllocSize > 0 {
+		qc.SegmentSize = s.cfg.PreAllocSize
+	}
 	qc.Tick = max(s.cfg.ElectionTimeout/10, time.Millisecond)
 	qc.ElectionTicks, qc.HeartbeatTicks = 10, 1
 	qc.Snapshotter = r
@@ -558,28 +563,22 @@ func (r *replica) onNote(from uint64, data []byte) error {
 	return nil
 }
 
-// Snapshot implements quorum.Snapshotter: the tree in the snapshot file's records,
-// each behind its uvarint length. It runs on the Ready loop, the tree's only writer.
-func (r *replica) Snapshot() ([]byte, error) {
+// Snapshot implements quorum.Snapshotter: the tree's copy-on-write snapshot, O(1)
+// on the Ready loop (the tree's only writer); quorum writes its records to the
+// snapshot file on another goroutine while the tree goes on changing.
+func (r *replica) Snapshot() (quorum.StateSnapshot, error) {
 	s := r.s
 	s.treeMu.Lock()
-	snap := s.tree.Snapshot()
-	s.treeMu.Unlock()
-	var buf bytes.Buffer
-	err := snap.Records(func(p []byte) error {
-		buf.Write(binary.AppendUvarint(nil, uint64(len(p))))
-		buf.Write(p)
-		return nil
-	})
-	return buf.Bytes(), err
+	defer s.treeMu.Unlock()
+	return s.tree.Snapshot(), nil
 }
 
 // Restore implements quorum.Snapshotter: the tree becomes the snapshot's, the session
 // table its sessions', and the member stops serving until it has caught up: its
 // clients' watches and views belong to the state left behind.
-func (r *replica) Restore(data []byte, index, term uint64) error {
+func (r *replica) Restore(read quorum.ReadFunc, index, term uint64) error {
 	s := r.s
-	t, err := loadSnapshotData(data)
+	t, err := loadSnapshotRecords(read)
 	if err != nil {
 		return fmt.Errorf("snapshot at raft index %d: %w", index, err)
 	}

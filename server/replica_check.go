@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/paddock/paddock/server/datatree"
+	"github.com/paddock/paddock/server/quorum"
 	"github.com/paddock/paddock/server/txn"
 	"github.com/paddock/paddock/server/wire"
 )
@@ -109,28 +110,37 @@ func sortedIDs(ids []uint64) []uint64 {
 
 // CheckSnapshot implements quorum.SnapshotChecker: the snapshot must load into a tree,
 // as Restore will load it. The tree built is thrown away.
-func (r *replica) CheckSnapshot(data []byte) error {
-	_, err := loadSnapshotData(data)
+func (r *replica) CheckSnapshot(read quorum.ReadFunc) error {
+	_, err := loadSnapshotRecords(read)
 	return err
 }
 
-// loadSnapshotData builds the tree a Raft snapshot holds: the snapshot file's records,
-// each behind its uvarint length.
-func loadSnapshotData(data []byte) (*datatree.Tree, error) {
+// loadSnapshotRecords builds the tree a Raft snapshot's records hold, read as they
+// stream from the snapshot file.
+func loadSnapshotRecords(read quorum.ReadFunc) (*datatree.Tree, error) {
 	l := datatree.NewLoader()
+	if err := read(l.Add); err != nil {
+		l.Abort()
+		return nil, err
+	}
+	return l.Tree()
+}
+
+// splitLegacySnapshot splits the data of a Raft snapshot of the previous on-disk
+// format — the tree's records, each behind its uvarint length, in one buffer — into
+// its records, for quorum to convert the directory at start.
+func splitLegacySnapshot(data []byte, fn func([]byte) error) error {
 	for len(data) > 0 {
 		n, k := binary.Uvarint(data)
 		if k <= 0 || n > uint64(len(data)-k) {
-			l.Abort()
-			return nil, errors.New("record length past its end")
+			return errors.New("record length past its end")
 		}
-		if err := l.Add(data[k : k+int(n)]); err != nil {
-			l.Abort()
-			return nil, err
+		if err := fn(data[k : k+int(n)]); err != nil {
+			return err
 		}
 		data = data[k+int(n):]
 	}
-	return l.Tree()
+	return nil
 }
 
 // A note is what a member reports to the leader of its clients' sessions: the ids of

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/paddock/paddock/server/store"
 )
 
 // Config is one member's view of the ensemble. It is immutable after New.
@@ -18,8 +20,18 @@ type Config struct {
 	// written to a new member's log.
 	Voters   map[uint64]string
 	Learners map[uint64]string
-	// Dir keeps the member's Raft log; empty means memory only (tests).
+	// Dir keeps the member's Raft log (Dir/log, a server/store WAL) and snapshots
+	// (Dir/snap, server/store snapshot files). Required.
 	Dir string
+	// FS is the file system Dir is on; nil means the operating system's (tests pass
+	// internal/faultfs).
+	FS store.FS
+	// SegmentSize is the size of the log's segment files; 0 means
+	// store.DefaultSegmentSize.
+	SegmentSize int64
+	// SplitLegacySnapshot lets a directory of the previous format be converted at
+	// start (StorageConfig.SplitLegacySnapshot).
+	SplitLegacySnapshot func(data []byte, fn func(record []byte) error) error
 	// Listener, if set, is used instead of listening on this member's address
 	// (tests listen on 127.0.0.1:0 before they know every address).
 	Listener net.Listener
@@ -82,6 +94,10 @@ type Config struct {
 	// receives it, and when it is applied — where a change it refuses is skipped, alike
 	// on every member, as it must be deterministic.
 	CheckConfChange func(context []byte, after *raftpb.ConfState) error
+	// MaxSnapshotBytes bounds the records of a snapshot a leader streams to this
+	// member, so that a peer cannot fill its disk; a larger one closes the
+	// connection. 0: no bound.
+	MaxSnapshotBytes int64
 	// MaxSizePerMsg and MaxInflightMsgs are Raft's flow control knobs.
 	MaxSizePerMsg   uint64
 	MaxInflightMsgs int
@@ -102,6 +118,8 @@ func DefaultConfig() Config {
 		SnapshotEntries: 10000,
 		KeepEntries:     5000,
 		MaxEntryBytes:   8 << 20,
+		// A tree of 32 GiB: far more than a coordination service holds in memory.
+		MaxSnapshotBytes: 32 << 30,
 	}
 }
 
@@ -110,6 +128,10 @@ func (c *Config) Validate() error {
 	switch {
 	case c.ID == 0:
 		return fmt.Errorf("quorum: id: must not be 0")
+	case c.Dir == "":
+		return fmt.Errorf("quorum: dir: must name the member's directory")
+	case c.SegmentSize != 0 && (c.SegmentSize < store.MinSegmentSize || c.SegmentSize > store.MaxSegmentSize):
+		return fmt.Errorf("quorum: segment_size %d: must be 0 or in [%d, %d]", c.SegmentSize, store.MinSegmentSize, store.MaxSegmentSize)
 	case len(c.Voters) == 0:
 		return fmt.Errorf("quorum: voters: at least one voter is required")
 	case c.Tick <= 0:
@@ -142,13 +164,10 @@ func (c *Config) Validate() error {
 
 // frameLimits returns the bounds of the peer protocol's frames: a raft message holds at
 // most MaxSizePerMsg of entries, or one entry larger than that, plus its fields; a
-// snapshot frame holds the whole state machine, up to what a frame's length can say.
+// snapshot message holds metadata only, its records coming in chunks.
 func (c *Config) frameLimits() frameLimits {
-	return frameLimits{
-		raft: max(int(c.MaxSizePerMsg), c.MaxEntryBytes) + 1<<20,
-		snap: maxFrame,
-		note: noteLimit,
-	}
+	raft := max(int(c.MaxSizePerMsg), c.MaxEntryBytes) + 1<<20
+	return frameLimits{raft: raft, snap: raft, note: noteLimit, chunk: chunkLimit(c.MaxEntryBytes)}
 }
 
 // others maps every member but this one to its address.

@@ -1,9 +1,8 @@
 // Package quorum replicates the server's log across an ensemble with etcd's Raft
 // library (go.etcd.io/raft/v3): one member's Raft (Node), its storage (Storage,
-// FileStorage) and its link to its peers (Link: the TCP Transport, or an Inmem
-// network in tests). It knows nothing of txns or the
-// tree: entries are opaque bytes. Package server builds the ensemble on it
-// (server/replica.go, docs/ensemble.md).
+// WALStorage, on server/store) and its link to its peers (Link: the TCP Transport, or
+// an Inmem network in tests). It knows nothing of txns or the tree: entries are opaque
+// bytes. Package server builds the ensemble on it (server/replica.go, docs/ensemble.md).
 //
 // # A member
 //
@@ -16,11 +15,13 @@
 //	                                   proposal    ──► ApplyFunc, then wake its Propose
 //	                              3. Storage.Save(HardState, Entries, Snapshot)  fdatasync when MustSync
 //	                              4. the others: Transport.Send(Messages)         only after 3
-//	                              5. a Snapshot (from the leader) ──► Snapshotter.Restore, applied = its
-//	                                 index, then the CommittedEntries after it
+//	                              5. a Snapshot (from the leader) ──► Snapshotter.Restore, streamed
+//	                                 from its file; applied = its index, then the CommittedEntries after it
 //	                              6. ReadStates ──► wake their ReadIndex
-//	                              7. every SnapshotEntries applied: Snapshotter.Snapshot ──► Storage.Checkpoint
+//	                              7. every SnapshotEntries applied: Snapshotter.Snapshot (a copy-on-write
+//	                                 view) ──► the snapshot writer goroutine ──► its file
 //	                              8. Advance
+//	snapshot written ──► Storage.Checkpoint: record it, compact memory, purge disk
 //
 // Committed entries are applied before the Ready's own write because a quorum has
 // them on disk already: Raft counts the leader's own append only once Advance says
@@ -70,62 +71,92 @@
 //
 // # Snapshots and compaction
 //
-// With a Snapshotter in Config, the Ready loop takes a snapshot once SnapshotEntries
-// entries have been applied since the last one: the caller's Snapshot() at the
-// applied index, with the ConfState as of that index, handed to Storage.Checkpoint,
-// which makes it durable and compacts the log: memory keeps the KeepEntries entries
-// before the snapshot (so a follower slightly behind is still sent entries), disk
-// keeps nothing before it. A follower the leader's memory no longer covers is sent
-// the snapshot (MsgSnap, reported sent at once: a lost one is sent again after the
-// follower's next rejection); it keeps it as Save does below, calls Restore, sets
-// applied to its index and applies the committed entries after it. On start, a
+// With a Snapshotter in Config, the Ready loop starts a snapshot once SnapshotEntries
+// entries have been applied since the last one, unless one is still being written:
+// it takes the caller's Snapshot() — a consistent, copy-on-write view of the state
+// machine at the applied index, O(1) — and the ConfState as of that index, and hands
+// them to a goroutine of its own, which writes the snapshot file (Storage.
+// WriteSnapshot) while the Ready loop goes on applying. When the file is durable the
+// goroutine tells the Ready loop, which calls Storage.Checkpoint: the snapshot is
+// recorded in the log, memory keeps the KeepEntries entries before it (so a follower
+// slightly behind is still sent entries), and disk keeps nothing before it. A failed
+// write is logged and costs only log space. Close waits for the writer, which stops
+// between records once Close began.
+//
+// A follower the leader's memory no longer covers is sent the snapshot: the MsgSnap
+// holds its metadata only, and the leader's connection to the follower streams the
+// file's records after it in bounded chunks (snapstream.go; reported sent at once: a
+// lost one is sent again after the follower's next rejection). The follower, on its
+// connection's goroutine, writes them to a snapshot file of its own as they arrive,
+// each state machine record passing the SnapshotChecker on its way, and hands Raft
+// the message only once the file is whole; its Ready loop and clients go on
+// meanwhile. Save then installs the file, Restore reads it record by record, applied
+// becomes its index and the committed entries after it are applied. On start, a
 // snapshot newer than Config.Applied is given to Restore before any entry.
 //
 // # Storage
 //
-// Storage is raft.Storage plus Save and Checkpoint. FileStorage keeps it in a
-// raft.MemoryStorage and, on disk in Dir, in the newest snapshot and the log that
-// follows it, writing the file (and fsyncing it when Raft says MustSync) before the
-// memory copy, so Raft never reads what is not durable:
+// Storage is raft.Storage plus Save, the snapshot files' writing, receiving and
+// reading, and Checkpoint. WALStorage keeps it in a raft.MemoryStorage and on disk in
+// server/store's formats (store/doc.go draws them): Raft's records in a WAL, its
+// snapshots in snapshot files, all through Config.FS. Save writes the WAL (and
+// fdatasyncs it when Raft says MustSync) before memory, so Raft never reads what is
+// not durable. In the member's directory:
 //
-//	snap-<index>.snap    one record: the raftpb.Snapshot (metadata and the caller's data)
-//	raft-<index>.log     records: the entries after that snapshot and hard states
-//	raft.log             the log when no snapshot was ever taken (index 0)
+//	log/<lsn>.wal          the WAL's segments: Raft's records
+//	snap/snapshot.<index>  snapshot files, named by Raft index: the newest, and one
+//	                       being written (.tmp) or just written and not yet recorded
+//	recv/snapshot.<index>  a snapshot received from a leader, until Save installs it
 //
-// <index> is 16 hex digits. A record is
+// The WAL's key (store's zxid field) is a log sequence number that rises by one with
+// every record, because Raft's own keys do not rise: a new leader overwrites a
+// conflicting tail, and a hard state has no index. A record's payload is a type byte
+// and a protobuf message:
 //
-//	0        4        8      9             9+len
-//	+--------+--------+------+-------------+
-//	| crc32c | len    | type | payload     |   uint32s little-endian; the CRC covers
-//	+--------+--------+------+-------------+   type and payload
+//	1  raftpb.Entry                       one per entry of a Save
+//	2  raftpb.HardState                   after a Save's entries; again after each
+//	                                      snapshot record
+//	3  from (uint64 big-endian),          the snapshot file of that index is durable,
+//	   raftpb.SnapshotMetadata            and no record before lsn from is needed
 //
-// type 1 is a raftpb.Entry, 2 a raftpb.HardState, 3 a raftpb.Snapshot (protobuf;
-// type 3 only in snapshot files, and in logs written before snapshot files
-// existed). One Save appends its entries then its hard state in one write. Replay:
-// an entry at an index already held replaces that index and every later one (a new
-// leader's conflicting tail), an entry at or before the snapshot is skipped, and a
-// torn or corrupt log tail is truncated at the last whole record and reported.
+// A snapshot file is a server/store snapshot whose zxid field is the Raft index: its
+// first record is the raftpb.SnapshotMetadata (index, term, ConfState), the rest are
+// the state machine's records.
 //
-// The log file is extended with zeros 8 MiB ahead of need (and the new size fsynced),
-// so the records of a Save are written into allocated space and made durable with
-// an fdatasync that need not commit a change of size; Open reads zeros after the
-// last record as the end of the log, not as a torn tail, and Close cuts them off.
+// OpenStorage loads the metadata of the newest snapshot file, then replays the whole
+// WAL (Replay from WAL.Start), taking the entries from the last snapshot record's from
+// on (a purge may leave overwritten entries before it, after a hole): an entry at an
+// index already held replaces that index
+// and every later one, an entry at or before the snapshot is skipped, an entry past
+// the end is a hole (an error), the last hard state wins, and a snapshot record newer
+// than the snapshot loaded means its file is missing (an error). If the replayed hard
+// state is behind the snapshot (a crash before its records), its commit is raised to
+// the snapshot's index and its term to the snapshot's. The WAL repairs a torn tail and
+// stops start on damage before it, naming the segment and offset; a damaged snapshot
+// file stops start when it is restored, naming the file and offset.
 //
-// A snapshot at index S (a Checkpoint, or one received in Save) goes to disk in
+// A snapshot at index S (a Checkpoint, or a received one in Save) goes to disk in
 // three steps, each durable before the next:
 //
-//  1. snap-S.snap: written as snap-S.snap.tmp, fsynced, renamed, directory fsynced;
-//  2. raft-S.log: the entries after S and the hard state now in memory, written the
-//     same way; appends then go to it;
-//  3. the older logs and snapshot files are removed, directory fsynced.
+//  1. snap/snapshot.S: written as .tmp, fsynced, renamed, directory fsynced (store's
+//     CreateSnapshot and Commit; a received one is renamed from recv/);
+//  2. the WAL: a snapshot record for S, then the current hard state again, synced;
+//  3. older snapshot files are removed, and the WAL segments whose records all
+//     precede from: the snapshot record or, if earlier, the live entry S+1, which
+//     replaced every earlier record of the indexes after S (WAL.PurgeBefore); for a
+//     received snapshot from is its record, since Raft dropped the whole log for it.
 //
-// Open recovers in this order: the newest snapshot file that reads back whole
-// (a damaged or .tmp one is ignored); the newest log whose index is at most the
-// snapshot's (raft-S.log after step 2, the older log after a crash between 1 and 2,
-// whose entries up to S are skipped); then, if the replayed hard state is behind
-// the snapshot (a received snapshot whose hard state had not reached disk), its
-// commit is raised to S and its term to the snapshot's. Files left by a crash in
-// step 3 are ignored and removed by the next snapshot.
+// A crash between any two steps leaves a directory OpenStorage recovers: after 1 the
+// newest snapshot file is used and the WAL's entries up to S skipped; after 2 the
+// files step 3 would have removed are removed by the next snapshot. The segment
+// being appended to is never purged, so disk holds at most the entries since the last
+// snapshot plus one segment (SegmentSize, zoo.cfg preAllocSize).
+//
+// A directory written by the previous format (raft.log, raft-*.log, snap-*.snap) is
+// converted at start (legacy.go): the old files move into legacy/, the state they
+// hold is written in this format, and legacy/CONVERTED marks the end. The old
+// snapshot's data was one buffer; Config.SplitLegacySnapshot (the state machine's)
+// splits it into records, and without it such a directory is refused.
 //
 // # The TCP transport
 //
@@ -135,8 +166,8 @@
 // (the dialling member names itself and whom it meant to reach, the other answers with
 // its own once it accepts the connection), and then carries frames: a uint32
 // big-endian length, a kind byte and a body — a raftpb.Message, a snapshot message (a
-// kind of its own: the one that may be large, read one at a time), a note, or a
-// keepalive (frame.go). A full queue drops the message and a failed dial or write
+// kind of its own, followed by its stream of chunk frames and an end frame, received
+// one at a time), a note, or a keepalive (frame.go, snapstream.go). A full queue drops the message and a failed dial or write
 // redials with exponential backoff (20ms to 1s); both report the peer unreachable, and
 // Raft retransmits.
 //
@@ -185,6 +216,6 @@
 // ReadIndex; the leader expires sessions from the notes in which members report
 // their clients' traffic. The server's CheckEntry decodes every batch another member
 // proposes, and its ApplyFunc applies a committed entry that does not decode as an
-// error txn. Still open: Storage on server/store's WAL (preallocated
-// segments) and snapshots streamed rather than held in one []byte.
+// error txn. The state machine's snapshot is the tree's copy-on-write snapshot, its
+// records the standalone snapshot's (server/replica.go).
 package quorum

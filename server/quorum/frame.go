@@ -16,8 +16,10 @@ import (
 //	frameHello      the first frame of every connection, from the dialling member:
 //	                version (1 byte), sender id, receiver id (uint64s big-endian)
 //	frameRaft       a marshalled raftpb.Message, any type but MsgSnap
-//	frameSnap       a marshalled raftpb.Message of type MsgSnap (the one kind that
-//	                may be large: it carries the whole state machine)
+//	frameSnap       a marshalled raftpb.Message of type MsgSnap, its Data empty;
+//	                the snapshot's records follow it (snapstream.go)
+//	frameSnapChunk  records of the snapshot being sent
+//	frameSnapEnd    the end of the snapshot being sent
 //	frameNote       a note's bytes; its sender is the connection's member
 //	frameKeepalive  nothing: sent by an idle connection so that its reader's idle
 //	                timeout tells a dead connection from a quiet one
@@ -27,11 +29,13 @@ const (
 	frameHello     byte = 2
 	frameSnap      byte = 3
 	frameKeepalive byte = 4
+	frameSnapChunk byte = 5
+	frameSnapEnd   byte = 6
 )
 
 // helloVersion is the version of the peer protocol a hello announces. A member
 // refuses a connection whose hello names another.
-const helloVersion = 1
+const helloVersion = 2 // 2: snapshots streamed in chunks (1 sent them in one frame)
 
 // maxFrame is the largest frame a length prefix can announce.
 const maxFrame = 1<<32 - 1
@@ -42,7 +46,7 @@ const helloSize = 1 + 1 + 8 + 8
 // frameLimits bounds each kind of frame, kind byte included. A frame over its bound
 // is refused before its body is read.
 type frameLimits struct {
-	raft, snap, note int
+	raft, snap, note, chunk int
 }
 
 // limit returns the largest frame of kind allowed, or 0 for an unknown kind.
@@ -58,6 +62,10 @@ func (l frameLimits) limit(kind byte) int {
 		return helloSize
 	case frameKeepalive:
 		return 1
+	case frameSnapChunk:
+		return l.chunk
+	case frameSnapEnd:
+		return 9
 	}
 	return 0
 }

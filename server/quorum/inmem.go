@@ -57,6 +57,7 @@ type inmemMsg struct {
 	raft   []byte
 	note   []byte
 	isNote bool
+	snap   ReadFunc  // a MsgSnap's file, read by the receiver as the TCP stream would carry it
 	at     time.Time // not delivered before (Delay)
 }
 
@@ -311,7 +312,11 @@ func (l *inmemLink) Send(msgs []*raftpb.Message) {
 		if err != nil {
 			continue // cannot happen for a message Raft made
 		}
-		if !l.net.route(l.id, m.GetTo(), m, inmemMsg{from: l.id, raft: b}) && l.d.Unreachable != nil {
+		msg := inmemMsg{from: l.id, raft: b}
+		if m.GetType() == raftpb.MsgSnap && l.d.SnapshotRecords != nil {
+			msg.snap = l.d.SnapshotRecords(m.GetSnapshot().GetMetadata().GetIndex())
+		}
+		if !l.net.route(l.id, m.GetTo(), m, msg) && l.d.Unreachable != nil {
 			l.d.Unreachable(m.GetTo())
 		}
 	}
@@ -397,6 +402,10 @@ func (l *inmemLink) deliver(msg inmemMsg) {
 	m := new(raftpb.Message)
 	if err := proto.Unmarshal(msg.raft, m); err != nil {
 		return // cannot happen: Send marshalled it
+	}
+	if msg.snap != nil && l.d.Snapshot != nil {
+		l.d.Snapshot(msg.from, m, msg.snap)
+		return
 	}
 	l.d.Message(msg.from, m)
 }

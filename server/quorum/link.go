@@ -26,6 +26,12 @@ type Delivery struct {
 	Message     func(from uint64, m *raftpb.Message)
 	Note        func(from uint64, data []byte)
 	Unreachable func(id uint64) // a message to member id could not be sent
+	// Snapshot gets a MsgSnap (metadata only) with the records of its snapshot file,
+	// streamed from the sender (snapstream.go); it runs the checks Message does.
+	Snapshot func(from uint64, m *raftpb.Message, records ReadFunc)
+	// SnapshotRecords reads this member's snapshot file at index, for a MsgSnap it
+	// sends.
+	SnapshotRecords func(index uint64) ReadFunc
 }
 
 // Network attaches members to a transport other than TCP (Config.Network).

@@ -89,8 +89,8 @@ type Status struct {
 	Learners, SyncedLearners   int
 }
 
-// Node is one member's Raft. Its Ready loop persists, sends and applies; Propose and
-// ReadIndex are safe for concurrent use; Close is idempotent.
+// Node is one member's Raft. Its Ready loop applies, persists and sends (handleReady);
+// Propose and ReadIndex are safe for concurrent use; Close is idempotent.
 type Node struct {
 	cfg       Config
 	id        uint64
@@ -125,6 +125,10 @@ type Node struct {
 	confState *raftpb.ConfState // the membership as of the applied index
 	snapIndex uint64            // index of the latest snapshot taken or restored
 	leading   bool              // the last SoftState said leader
+	writing   bool              // a snapshot is being written (snapDone will say when)
+
+	snapDone chan snapWritten // the snapshot writer's result (capacity 1: one writer at a time)
+	snapWG   sync.WaitGroup   // the snapshot writer, waited for by Close
 
 	stop    chan struct{} // closed by Close: the Ready loop ends
 	done    chan struct{} // closed when the Ready loop has ended
@@ -140,7 +144,8 @@ func New(cfg Config, apply ApplyFunc, logger *slog.Logger) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	st, err := OpenFileStorage(cfg.Dir, logger)
+	st, err := OpenStorage(StorageConfig{Dir: cfg.Dir, FS: cfg.FS, SegmentSize: cfg.SegmentSize,
+		SplitLegacySnapshot: cfg.SplitLegacySnapshot}, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -166,6 +171,7 @@ func newNode(cfg Config, st Storage, apply ApplyFunc, logger *slog.Logger) (*Nod
 		waiters: make(map[uint64]chan uint64), reads: make(map[uint64]chan uint64),
 		appliedCh: make(chan struct{}), learners: make(map[uint64]bool),
 		stop: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{}, 1),
+		snapDone: make(chan snapWritten, 1),
 	}
 	n.refusals = newLimitedLog(n.logger)
 	n.seq.Store(uint64(time.Now().UnixNano()))
@@ -229,7 +235,8 @@ func closeListener(ln net.Listener) {
 // Transport on ln. Either way what arrives goes through receive, the checks in front
 // of Raft.
 func (n *Node) attach(ln net.Listener) (Link, error) {
-	d := Delivery{Message: n.receive, Note: n.onNote, Unreachable: n.rn.ReportUnreachable}
+	d := Delivery{Message: n.receive, Note: n.onNote, Unreachable: n.rn.ReportUnreachable,
+		Snapshot: n.receiveSnapshot, SnapshotRecords: n.storage.SnapshotRecords}
 	if n.cfg.Network != nil {
 		closeListener(ln) // a Listener given as well is not used
 		l, err := n.cfg.Network.Attach(n.id, n.cfg.others(), d)
@@ -241,6 +248,7 @@ func (n *Node) attach(ln net.Listener) (Link, error) {
 	tc := transportConfig{
 		self: n.id, peers: n.cfg.others(), queueLen: n.cfg.SendQueue, limits: n.cfg.frameLimits(),
 		recv: d.Message, onNote: d.Note, unreachable: d.Unreachable,
+		recvSnap: d.Snapshot, snapshot: d.SnapshotRecords, maxSnapshot: n.cfg.MaxSnapshotBytes,
 		counters: &n.counters, refusals: n.refusals, logger: n.logger, timeouts: defaultTimeouts,
 	}
 	if n.cfg.timeouts != nil {
@@ -305,12 +313,40 @@ func mapsKeys(m map[uint64]string) func(func(uint64) bool) {
 // receive hands a message from member from's connection to Raft, once the checks in
 // front of Raft have passed it.
 func (n *Node) receive(from uint64, m *raftpb.Message) {
+	if n.admit(from, m) {
+		n.stepPeer(m)
+	}
+}
+
+// receiveSnapshot keeps the snapshot a leader streams (records) on disk, once the
+// checks in front of Raft have passed its message, and then hands Raft the message.
+// It runs on the connection's goroutine: the Ready loop, and the member's clients, go
+// on meanwhile; they switch to the snapshot only once Raft hands it out.
+func (n *Node) receiveSnapshot(from uint64, m *raftpb.Message, records ReadFunc) {
+	if !n.admit(from, m) {
+		return
+	}
+	var check func(ReadFunc) error
+	if c, ok := n.cfg.Snapshotter.(SnapshotChecker); ok {
+		check = c.CheckSnapshot
+	}
+	if err := n.storage.Receive(m.GetSnapshot().GetMetadata(), records, check); err != nil {
+		n.counters.messagesDropped.Add(1)
+		n.refusals.warn("peer message dropped", "from", from, "type", m.GetType().String(), "err", err)
+		return
+	}
+	n.stepPeer(m)
+}
+
+// admit runs the checks in front of Raft on a message of member from's, counting and
+// logging what they refuse.
+func (n *Node) admit(from uint64, m *raftpb.Message) bool {
 	if t := m.GetType(); (t == raftpb.MsgProp || t == raftpb.MsgReadIndex) && n.leader.Load() != n.id {
 		// Members send these to the leader they know; one that is not the leader any
 		// more does not forward them (raft would, keeping the original sender, whom the
 		// next member's checks then refuse). The sender retries with the new leader.
 		n.logger.Debug("request for the leader dropped: not leading", "from", from, "type", t.String())
-		return
+		return false
 	}
 	if err := n.view().check(from, m); err != nil {
 		if m.GetType() == raftpb.MsgProp {
@@ -320,8 +356,13 @@ func (n *Node) receive(from uint64, m *raftpb.Message) {
 			n.counters.messagesDropped.Add(1)
 			n.refusals.warn("peer message dropped", "from", from, "type", m.GetType().String(), "err", err)
 		}
-		return
+		return false
 	}
+	return true
+}
+
+// stepPeer steps a peer's message into Raft.
+func (n *Node) stepPeer(m *raftpb.Message) {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Tick*time.Duration(n.cfg.ElectionTicks))
 	defer cancel()
 	if err := n.rn.Step(ctx, m); err != nil && !errors.Is(err, raft.ErrStopped) {
@@ -335,9 +376,6 @@ func (n *Node) view() *checkView {
 		self: n.id, term: n.term.Load(), lastIndex: n.lastIndex.Load(), leader: n.leader.Load(),
 		conf: n.conf.Load(), entry: n.cfg.CheckEntry, confCtx: n.cfg.CheckConfChange,
 		maxEntry: n.cfg.MaxEntryBytes + proposalHeader,
-	}
-	if c, ok := n.cfg.Snapshotter.(SnapshotChecker); ok {
-		v.snapshot = c.CheckSnapshot
 	}
 	return v
 }
@@ -356,8 +394,8 @@ func (n *Node) onNote(from uint64, data []byte) {
 // Counters returns what the member refused of its peers' input so far.
 func (n *Node) Counters() Counters { return n.counters.snapshot() }
 
-// run is the Ready loop: it ticks Raft and handles each Ready in the order Raft
-// requires — persist, then send, then apply, then Advance.
+// run is the Ready loop: it ticks Raft, handles each Ready (handleReady says in which
+// order), Advances, and records the snapshots the snapshot writer finishes.
 func (n *Node) run() {
 	defer close(n.done)
 	var clock <-chan time.Time // nil with Config.Ticks: the caller ticks
@@ -383,13 +421,26 @@ func (n *Node) run() {
 			}
 			n.rn.Advance()
 			n.readies.Add(1)
+		case w := <-n.snapDone:
+			if err := n.snapshotWritten(w); err != nil {
+				n.logger.Error("raft ready loop stopped", "err", err)
+				n.mu.Lock()
+				n.err = err
+				n.mu.Unlock()
+				return
+			}
 		case <-n.stop:
 			return
 		}
 	}
 }
 
-// handleReady does one Ready's work except Advance.
+// handleReady does one Ready's work except Advance, in this order: the leader sends
+// its messages; the committed entries are applied (unless a snapshot came); the
+// hard state, entries and snapshot are saved (fdatasync when Raft says MustSync);
+// every other member sends its messages; a snapshot is restored and the committed
+// entries after it applied; read states answered; and a snapshot started when one is
+// due (written off this loop: snapshotWritten finishes it).
 func (n *Node) handleReady(rd raft.Ready) error {
 	// A leader may send its appends before its own write is durable (Raft thesis
 	// §10.2.1; etcd's server does the same): an entry commits only once a quorum,
@@ -427,7 +478,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	}
 	n.reportSnapshots(rd.Messages)
 	if snap {
-		if err := n.restore(rd.Snapshot); err != nil {
+		if err := n.restore(rd.Snapshot.GetMetadata()); err != nil {
 			return err
 		}
 		if err := n.applyCommitted(rd.CommittedEntries); err != nil {
@@ -900,6 +951,7 @@ func (n *Node) Close() error {
 	err := n.transport.Close()
 	close(n.stop)
 	<-n.done
+	n.snapWG.Wait() // the writer sees stop, and snapDone has room for its result
 	n.rn.Stop()
 	return errors.Join(err, n.storage.Close())
 }
@@ -925,26 +977,23 @@ func (r raftLogger) Panicf(f string, v ...any)   { panic(fmt.Sprintf(f, v...)) }
 // membership, the applied index and, unless cfg.Applied says the state machine
 // already holds it, the state machine's state.
 func (n *Node) loadSnapshot() error {
-	snap, err := n.storage.Snapshot()
-	if err != nil {
-		return fmt.Errorf("quorum: read snapshot: %w", err)
-	}
-	if raft.IsEmptySnap(snap) {
+	md := n.storage.SnapshotMetadata()
+	if md.GetIndex() == 0 {
 		return nil
 	}
-	return n.restore(snap)
+	return n.restore(md)
 }
 
-// restore makes snap the member's applied state: the caller's state machine (unless
-// it already holds snap's index), the membership and the applied index.
-func (n *Node) restore(snap *raftpb.Snapshot) error {
-	md := snap.GetMetadata()
+// restore makes the snapshot md the member's applied state: the caller's state
+// machine (unless it already holds md's index), read from the snapshot file, the
+// membership and the applied index.
+func (n *Node) restore(md *raftpb.SnapshotMetadata) error {
 	idx := md.GetIndex()
 	if idx > n.cfg.Applied {
 		if n.cfg.Snapshotter == nil {
 			return fmt.Errorf("quorum: snapshot at index %d: no Snapshotter configured", idx)
 		}
-		if err := n.cfg.Snapshotter.Restore(snap.GetData(), idx, md.GetTerm()); err != nil {
+		if err := n.cfg.Snapshotter.Restore(n.storage.ReadSnapshot(idx), idx, md.GetTerm()); err != nil {
 			return fmt.Errorf("quorum: restore snapshot at index %d: %w", idx, err)
 		}
 		n.logger.Info("restored snapshot", "index", idx, "term", md.GetTerm())
@@ -955,22 +1004,63 @@ func (n *Node) restore(snap *raftpb.Snapshot) error {
 	return nil
 }
 
-// maybeSnapshot takes a snapshot and compacts the log once SnapshotEntries entries
-// have been applied since the last one.
+// snapWritten is what the snapshot writer reports: the snapshot it wrote, or why not.
+type snapWritten struct {
+	md  *raftpb.SnapshotMetadata
+	err error
+}
+
+// maybeSnapshot starts a snapshot once SnapshotEntries entries have been applied
+// since the last one, unless one is still being written: the Snapshotter's view of
+// the state machine as of the applied index is taken here, and written to its file
+// by a goroutine of its own, while the Ready loop goes on; snapshotWritten then
+// compacts the log.
 func (n *Node) maybeSnapshot() error {
 	applied := n.applied.Load()
-	if n.cfg.Snapshotter == nil || applied-n.snapIndex < n.cfg.SnapshotEntries || applied <= n.cfg.Applied {
+	if n.cfg.Snapshotter == nil || n.writing || applied-n.snapIndex < n.cfg.SnapshotEntries || applied <= n.cfg.Applied {
 		return nil
 	}
-	data, err := n.cfg.Snapshotter.Snapshot()
+	term, err := n.storage.Term(applied)
+	if err != nil {
+		return fmt.Errorf("quorum: snapshot term at %d: %w", applied, err)
+	}
+	view, err := n.cfg.Snapshotter.Snapshot()
 	if err != nil {
 		return fmt.Errorf("quorum: take snapshot at index %d: %w", applied, err)
 	}
-	if err := n.storage.Checkpoint(applied, n.confState, data, n.cfg.KeepEntries); err != nil {
+	md := &raftpb.SnapshotMetadata{Index: new(applied), Term: new(term),
+		ConfState: proto.Clone(n.confState).(*raftpb.ConfState)}
+	n.writing = true
+	n.snapWG.Add(1)
+	go func() {
+		defer n.snapWG.Done()
+		start := time.Now()
+		err := n.storage.WriteSnapshot(md, view, n.stop)
+		if err == nil {
+			n.logger.Info("snapshot written", "index", applied, "took", time.Since(start).Round(time.Millisecond))
+		}
+		n.snapDone <- snapWritten{md: md, err: err}
+	}()
+	return nil
+}
+
+// snapshotWritten records a snapshot the writer finished and compacts the log. A
+// failed one costs only log space: the log still holds everything, and the next
+// snapshot is tried after SnapshotEntries more entries.
+func (n *Node) snapshotWritten(w snapWritten) error {
+	n.writing = false
+	idx := w.md.GetIndex()
+	if w.err != nil {
+		if !errors.Is(w.err, errSnapshotStopped) {
+			n.logger.Error("snapshot failed", "index", idx, "err", w.err)
+		}
+		n.snapIndex = max(n.snapIndex, idx)
+		return nil
+	}
+	if err := n.storage.Checkpoint(w.md, n.cfg.KeepEntries); err != nil {
 		return err
 	}
-	n.snapIndex = applied
-	n.logger.Info("snapshot taken", "index", applied, "size", len(data))
+	n.snapIndex = max(n.snapIndex, idx)
 	return nil
 }
 

@@ -10,9 +10,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/paddock/paddock/server/store"
 )
 
 const testTick = 10 * time.Millisecond // election timeout: 10 ticks = 100ms
+
+// testSegmentSize is the members' WAL segment size: small, so that logs rotate and
+// compaction can remove segments.
+const testSegmentSize = 4096
 
 // record is one entry as a member's state machine saw it.
 type record struct {
@@ -29,10 +35,11 @@ type member struct {
 
 	mu       sync.Mutex
 	records  []record
-	restores int      // Restore calls
-	changes  []string // contexts of the conf changes applied
-	notes    []string // "from: data" of the notes received
-	join     bool     // start as a joining member
+	restores int           // Restore calls
+	changes  []string      // contexts of the conf changes applied
+	notes    []string      // "from: data" of the notes received
+	join     bool          // start as a joining member
+	gate     chan struct{} // if set, a snapshot's records wait for it to close
 }
 
 func (m *member) confChanged(c *ConfEntry) {
@@ -88,6 +95,8 @@ type cluster struct {
 	// each member tick only when the test ticks it (sim_test.go).
 	net   *Inmem
 	ticks map[uint64]chan struct{}
+	fs    store.FS      // the members' file system; nil: the operating system's
+	gate  chan struct{} // given to every member (see member.gate)
 }
 
 // newCluster starts voters 1..nv and learners nv+1..nv+nl on 127.0.0.1, each with a
@@ -125,7 +134,7 @@ func newClusterWith(t *testing.T, nv, nl int, setup func(*cluster)) *cluster {
 		} else {
 			c.learners[id] = addr
 		}
-		c.members[id] = &member{id: id, dir: t.TempDir()}
+		c.members[id] = &member{id: id, dir: t.TempDir(), gate: c.gate}
 	}
 	for id := range c.members {
 		c.start(id, lns[id])
@@ -147,10 +156,10 @@ func (c *cluster) start(id uint64, ln net.Listener) {
 	m := c.members[id]
 	cfg := DefaultConfig()
 	cfg.ID, cfg.Voters, cfg.Learners, cfg.Dir, cfg.Listener = id, c.voters, c.learners, m.dir, ln
-	cfg.Tick = testTick
+	cfg.Tick, cfg.SegmentSize = testTick, testSegmentSize
 	cfg.Applied = m.lastApplied()
 	cfg.Join, cfg.OnConfChange, cfg.OnNote = m.join, m.confChanged, m.noted
-	cfg.TLS, cfg.timeouts = c.tls[id], c.timeouts
+	cfg.TLS, cfg.timeouts, cfg.FS = c.tls[id], c.timeouts, c.fs
 	if c.net != nil {
 		cfg.Network = c.net
 		if c.ticks[id] == nil {

@@ -23,6 +23,11 @@ import (
 // draws each member's timeout from [simElection, 2·simElection).
 const simElection = 10
 
+// simPatience bounds the ticks a positive wait may take: it returns as soon as its
+// condition holds, and several split votes in a row (all members tick together) may
+// come first.
+const simPatience = 10 * simElection
+
 // newSim starts voters 1..nv and learners after them on an Inmem network, each ticking
 // only when the test ticks it; setup, if not nil, sees the cluster first.
 func newSim(t *testing.T, nv, nl int, setup func(*cluster)) *cluster {
@@ -258,7 +263,7 @@ func TestSimProposalDroppedWithoutLeader(t *testing.T) {
 			t.Errorf("member %d: propose without a leader: %v, want ErrProposalDropped", id, err)
 		}
 	}
-	c.simLeader(3 * simElection)
+	c.simLeader(simPatience)
 	c.simPropose(2, "in time", simElection)
 	recs := c.simConverged(1, simElection)
 	if hasRecord(recs, "too early") {
@@ -271,14 +276,14 @@ func TestSimProposalDroppedWithoutLeader(t *testing.T) {
 // follower and catches up.
 func TestSimLeaderLossAndReelection(t *testing.T) {
 	c := newSim(t, 3, 0, nil)
-	old := c.simLeader(3 * simElection)
+	old := c.simLeader(simPatience)
 	for i := range 5 {
 		c.simPropose(uint64(i%3)+1, fmt.Sprint("before-", i), simElection)
 	}
 	c.simConverged(5, simElection)
 	oldTerm := c.members[old].node.Status().Term
 	c.stop(old)
-	ticks := c.stepUntil(3*simElection, func() error {
+	ticks := c.stepUntil(simPatience, func() error {
 		_, err := c.agreedLeader(c.running())
 		return err
 	})
@@ -294,7 +299,7 @@ func TestSimLeaderLossAndReelection(t *testing.T) {
 		c.simPropose(c.running()[i%2], fmt.Sprint("after-", i), simElection)
 	}
 	c.start(old, nil)
-	recs := c.simConverged(10, 3*simElection)
+	recs := c.simConverged(10, simPatience)
 	if len(recs) != 10 {
 		t.Errorf("records after the restart: %v", recs)
 	}
@@ -311,7 +316,7 @@ func TestSimLeaderLossAndReelection(t *testing.T) {
 // and every member holds the majority's log.
 func TestSimPartitionedLeader(t *testing.T) {
 	c := newSim(t, 5, 0, nil)
-	old := c.simLeader(3 * simElection)
+	old := c.simLeader(simPatience)
 	c.simPropose(old, "before", simElection)
 	c.simConverged(1, simElection)
 	minority := []uint64{old, old%5 + 1}
@@ -336,7 +341,7 @@ func TestSimPartitionedLeader(t *testing.T) {
 	})
 	t.Logf("cut-off leader stepped down after %d ticks", ticks)
 	var lead uint64
-	c.stepUntil(3*simElection, func() error {
+	c.stepUntil(simPatience, func() error {
 		var err error
 		lead, err = c.agreedLeader(majority)
 		return err
@@ -356,7 +361,7 @@ func TestSimPartitionedLeader(t *testing.T) {
 		}
 	}
 	c.net.Heal()
-	recs := c.simConverged(2, 3*simElection)
+	recs := c.simConverged(2, simPatience)
 	if hasRecord(recs, "minority") || !hasRecord(recs, "majority") {
 		t.Errorf("after healing: %v, want the majority's entry and not the minority's", recs)
 	}
@@ -370,7 +375,7 @@ func TestSimPartitionedLeader(t *testing.T) {
 func TestSimLearnerDoesNotVote(t *testing.T) {
 	c := newSim(t, 3, 1, nil)
 	const learner = 4
-	lead := c.simLeader(3 * simElection)
+	lead := c.simLeader(simPatience)
 	if lead == learner {
 		t.Fatal("learner leads")
 	}
@@ -420,7 +425,7 @@ func TestSimLearnerDoesNotVote(t *testing.T) {
 // compacts past it gets the snapshot once reconnected.
 func TestSimLaggingFollowerCaughtUpBySnapshot(t *testing.T) {
 	c := newSim(t, 3, 0, func(c *cluster) { c.snapEvery, c.keep = 20, 5 })
-	lead := c.simLeader(3 * simElection)
+	lead := c.simLeader(simPatience)
 	for i := range 5 {
 		c.simPropose(lead, fmt.Sprint("early-", i), simElection)
 	}
@@ -446,7 +451,7 @@ func TestSimLaggingFollowerCaughtUpBySnapshot(t *testing.T) {
 	for _, id := range c.running() {
 		c.net.Connect(lagging, id)
 	}
-	c.simConverged(65, 3*simElection)
+	c.simConverged(65, simPatience)
 	if c.members[lagging].restoreCount() == 0 {
 		t.Fatal("lagging member caught up without a snapshot")
 	}
@@ -461,7 +466,7 @@ func TestSimLaggingFollowerCaughtUpBySnapshot(t *testing.T) {
 // what commits meanwhile without disrupting the leader, and gets it on release.
 func TestSimHeldFollowerCatchesUp(t *testing.T) {
 	c := newSim(t, 3, 0, nil)
-	lead := c.simLeader(3 * simElection)
+	lead := c.simLeader(simPatience)
 	slow := lead%3 + 1
 	c.net.Hold(lead, slow)
 	c.simPropose(lead, "held", simElection)
@@ -500,7 +505,7 @@ func TestSimLossyNetwork(t *testing.T) {
 // up and proposes; a removed member gets nothing more and disrupts nobody.
 func TestSimMembership(t *testing.T) {
 	c := newSim(t, 3, 0, nil)
-	lead := c.simLeader(3 * simElection)
+	lead := c.simLeader(simPatience)
 	for i := range 3 {
 		c.simPropose(lead, fmt.Sprint("before-", i), simElection)
 	}
@@ -531,7 +536,7 @@ func TestSimMembership(t *testing.T) {
 		return nil
 	})
 	c.simPropose(4, "from-4", simElection)
-	recs := c.simConverged(4, 3*simElection)
+	recs := c.simConverged(4, simPatience)
 	if !hasRecord(recs, "from-4") {
 		t.Errorf("records after the join: %v", recs)
 	}
@@ -602,7 +607,7 @@ func TestSimNotes(t *testing.T) {
 // members never send, is dropped and counted, and changes nothing.
 func TestSimChecksInFrontOfRaft(t *testing.T) {
 	c := newSim(t, 3, 0, nil)
-	lead := c.simLeader(3 * simElection)
+	lead := c.simLeader(simPatience)
 	from := lead%3 + 1
 	other := from%3 + 1
 	if other == lead {
@@ -629,7 +634,7 @@ func TestSimChecksInFrontOfRaft(t *testing.T) {
 // applied; a leader cut off from its followers answers none, however many ticks pass.
 func TestSimReadIndex(t *testing.T) {
 	c := newSim(t, 3, 0, nil)
-	lead := c.simLeader(3 * simElection)
+	lead := c.simLeader(simPatience)
 	for i := range 3 {
 		c.simPropose(lead, fmt.Sprint("w", i), simElection)
 	}

@@ -7,39 +7,68 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/paddock/paddock/server/store"
 )
 
-// Snapshot implements Snapshotter: the records, each as index, term, proposer, sequence
-// and data length (uint64s big-endian), then data.
-func (m *member) Snapshot() ([]byte, error) {
+// Snapshot implements Snapshotter: a copy of the records, each encoded as index,
+// term, proposer, sequence and data length (uint64s big-endian), then data.
+func (m *member) Snapshot() (StateSnapshot, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var b []byte
+	var view encodedRecords
 	for _, r := range m.records {
+		var b []byte
 		b = binary.BigEndian.AppendUint64(b, r.index)
 		b = binary.BigEndian.AppendUint64(b, r.term)
 		b = binary.BigEndian.AppendUint64(b, r.from)
 		b = binary.BigEndian.AppendUint64(b, r.seq)
 		b = binary.BigEndian.AppendUint64(b, uint64(len(r.data)))
-		b = append(b, r.data...)
+		view = append(view, append(b, r.data...))
 	}
-	return b, nil
+	if m.gate != nil {
+		return gatedRecords{view, m.gate}, nil
+	}
+	return view, nil
+}
+
+// gatedRecords hands out its records once gate is closed.
+type gatedRecords struct {
+	encodedRecords
+	gate chan struct{}
+}
+
+func (g gatedRecords) Records(fn func([]byte) error) error {
+	<-g.gate
+	return g.encodedRecords.Records(fn)
+}
+
+type encodedRecords [][]byte
+
+func (v encodedRecords) Records(fn func([]byte) error) error {
+	for _, p := range v {
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Restore implements Snapshotter.
-func (m *member) Restore(data []byte, index, term uint64) error {
+func (m *member) Restore(read ReadFunc, index, term uint64) error {
 	var recs []record
-	for len(data) > 0 {
-		if len(data) < 40 || uint64(len(data)-40) < binary.BigEndian.Uint64(data[32:]) {
-			return errors.New("test snapshot: truncated")
+	err := read(func(data []byte) error {
+		if len(data) < 40 || uint64(len(data)-40) != binary.BigEndian.Uint64(data[32:]) {
+			return errors.New("test snapshot: bad record")
 		}
-		n := binary.BigEndian.Uint64(data[32:])
 		recs = append(recs, record{binary.BigEndian.Uint64(data), binary.BigEndian.Uint64(data[8:]),
-			binary.BigEndian.Uint64(data[16:]), binary.BigEndian.Uint64(data[24:]), string(data[40 : 40+n])})
-		data = data[40+n:]
+			binary.BigEndian.Uint64(data[16:]), binary.BigEndian.Uint64(data[24:]), string(data[40:])})
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if len(recs) > 0 && recs[len(recs)-1].index > index {
 		return fmt.Errorf("test snapshot at %d holds record %d", index, recs[len(recs)-1].index)
@@ -57,26 +86,24 @@ func (m *member) restoreCount() int {
 	return m.restores
 }
 
-// storageFiles returns the sizes of the log files, without the zeros written ahead
-// of need, and the names of the snapshot files in dir.
+// storageFiles returns the log segments of the member in dir with the bytes of
+// records they hold (zeros written ahead of need left out), and its snapshot files.
 func storageFiles(t *testing.T, dir string) (logs map[string]int64, snaps []string) {
 	t.Helper()
-	des, err := os.ReadDir(dir)
+	logs = map[string]int64{}
+	for _, name := range segmentNames(t, dir) {
+		b, err := os.ReadFile(filepath.Join(dir, logSubdir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs[name] = int64(len(bytes.TrimRight(b, "\x00")))
+	}
+	infos, err := store.ListSnapshots(filepath.Join(dir, snapSubdir), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs = map[string]int64{}
-	for _, de := range des {
-		switch name := de.Name(); {
-		case strings.HasSuffix(name, logSuffix):
-			b, err := os.ReadFile(filepath.Join(dir, name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			logs[name] = int64(len(bytes.TrimRight(b, "\x00")))
-		case strings.HasSuffix(name, snapSuffix):
-			snaps = append(snaps, name)
-		}
+	for _, info := range infos {
+		snaps = append(snaps, filepath.Base(info.Path))
 	}
 	return logs, snaps
 }
@@ -99,14 +126,18 @@ func TestLogFileBoundedByCompaction(t *testing.T) {
 		}
 		for id, m := range c.members {
 			logs, snaps := storageFiles(t, m.dir)
-			if len(logs) != 1 || len(snaps) != 1 {
-				t.Fatalf("member %d after %d entries: logs %v, snapshots %v; want one of each", id, (b+1)*perBatch, logs, snaps)
+			if len(snaps) != 1 {
+				t.Fatalf("member %d after %d entries: snapshots %v; want one", id, (b+1)*perBatch, snaps)
 			}
-			for name, size := range logs {
-				if name == logFile || size > bound {
-					t.Fatalf("member %d after %d entries: log %s is %d bytes, want a post-snapshot log under %d",
-						id, (b+1)*perBatch, name, size, bound)
-				}
+			// The segment being appended to stays whole, and the one before it may
+			// still hold the entries after the snapshot.
+			total := int64(0)
+			for _, size := range logs {
+				total += size
+			}
+			if total > bound+2*testSegmentSize {
+				t.Fatalf("member %d after %d entries: log segments %v hold %d bytes, want under %d",
+					id, (b+1)*perBatch, logs, total, bound+2*testSegmentSize)
 			}
 		}
 	}
@@ -177,4 +208,33 @@ func TestLaggingMemberCatchesUpBySnapshot(t *testing.T) {
 	}
 	c.propose(down, "from-lagged")
 	c.converged(106)
+}
+
+// TestSnapshotWrittenOffTheReadyLoop: while a snapshot's records are being written
+// (here: held back), the member goes on committing and applying proposals; the log
+// is compacted once the file is done.
+func TestSnapshotWrittenOffTheReadyLoop(t *testing.T) {
+	gate := make(chan struct{})
+	c := newClusterWith(t, 1, 0, func(c *cluster) {
+		c.snapEvery, c.keep, c.gate = 5, 1, gate
+	})
+	c.leader(5 * time.Second)
+	for i := range 30 { // the first snapshot starts after 5 and waits at the gate
+		c.propose(1, fmt.Sprintf("v%d", i))
+	}
+	c.converged(30)
+	if _, snaps := storageFiles(t, c.members[1].dir); len(snaps) != 0 {
+		t.Fatalf("snapshots %v written while their records were held back", snaps)
+	}
+	if first, _ := c.members[1].node.storage.FirstIndex(); first > 2 {
+		t.Fatalf("log compacted to %d before any snapshot was written", first)
+	}
+	close(gate)
+	eventually(t, 5*time.Second, func() error {
+		_, snaps := storageFiles(t, c.members[1].dir)
+		if first, _ := c.members[1].node.storage.FirstIndex(); len(snaps) != 1 || first <= 2 {
+			return fmt.Errorf("snapshots %v, log from %d: not compacted after the snapshot", snaps, first)
+		}
+		return nil
+	})
 }

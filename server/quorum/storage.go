@@ -4,163 +4,306 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"log/slog"
-	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/paddock/paddock/server/store"
 )
 
 // Storage is a member's stable Raft state: raft.Storage for what the Raft library
-// reads, plus Save for what a Ready asks to keep. The Node calls Save from its Ready
-// loop only, before the Ready's messages are sent, and never concurrently with
-// itself; the raft.Storage methods may be called from the Raft library's goroutine
-// at any time. The next step backs this interface with server/store's WAL.
+// reads, plus what a Ready asks to keep and what snapshots need. The Node calls
+// Save, Checkpoint and Close from its Ready loop only, never concurrently with each
+// other; the raft.Storage methods may be called from the Raft library's goroutine at
+// any time, and WriteSnapshot, Receive and ReadSnapshot from any goroutine.
 type Storage interface {
 	raft.Storage
-	// Save keeps snap (if not empty), then ents, then hs (if not empty). When sync is
-	// true they are durable when Save returns; otherwise they may be lost in a crash
-	// of the machine (raft.MustSync says when a write may be lazy).
+	// Save keeps snap (if not empty: one Receive has written), then ents, then hs (if
+	// not empty). When sync is true they are durable when Save returns; otherwise they
+	// may be lost in a crash of the machine (raft.MustSync says when a write may be
+	// lazy).
 	Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raftpb.Snapshot, sync bool) error
-	// Checkpoint makes a snapshot at index (an applied index) of the state machine
-	// data with membership cs durable, then drops the log before it: all but the
-	// keep entries before index from memory (kept for slow followers) and every
-	// entry up to index from disk. A snapshot not newer than the current one is
-	// ignored.
-	Checkpoint(index uint64, cs *raftpb.ConfState, data []byte, keep uint64) error
+	// WriteSnapshot writes the snapshot file of md: md, then the state machine's
+	// records as view yields them. It stops with errSnapshotStopped once stop is
+	// closed. The file is durable when it returns nil; Checkpoint then records it.
+	WriteSnapshot(md *raftpb.SnapshotMetadata, view StateSnapshot, stop <-chan struct{}) error
+	// Checkpoint records the snapshot WriteSnapshot made durable for md and drops the
+	// log before it: all but the keep entries before its index from memory (kept for
+	// slow followers) and every entry up to it from disk. A snapshot not newer than the
+	// current one is removed instead.
+	Checkpoint(md *raftpb.SnapshotMetadata, keep uint64) error
+	// Receive keeps the snapshot md a leader streams (records: its file's records,
+	// md first) until Save is given it, after check has seen every state machine
+	// record.
+	Receive(md *raftpb.SnapshotMetadata, records ReadFunc, check func(read ReadFunc) error) error
+	// SnapshotRecords reads every record of the snapshot file at index, its metadata
+	// first, to send it.
+	SnapshotRecords(index uint64) ReadFunc
+	// ReadSnapshot reads the state machine's records of the snapshot at index, which
+	// Save or Checkpoint kept.
+	ReadSnapshot(index uint64) ReadFunc
+	// SnapshotMetadata returns the metadata of the snapshot the log follows (empty
+	// when none), without its data.
+	SnapshotMetadata() *raftpb.SnapshotMetadata
 	// Close releases the storage. Save must not be called after it.
 	Close() error
 }
 
-// logFile is the name of FileStorage's append log in its directory.
-const logFile = "raft.log"
+// ReadFunc reads a snapshot's state machine records in order, calling fn for each
+// (the record is valid during the call only). The checks of the whole file end only
+// after the last record: when it returns an error, what fn built must be dropped.
+type ReadFunc func(fn func(record []byte) error) error
 
-// Record types of the append log.
+// Record types of the member's log: the first byte of each WAL record's payload.
 const (
-	recEntry     byte = 1 // payload: a raftpb.Entry
-	recHardState byte = 2 // payload: a raftpb.HardState
-	recSnapshot  byte = 3 // payload: a raftpb.Snapshot
+	recEntry     byte = 1 // a raftpb.Entry
+	recHardState byte = 2 // a raftpb.HardState
+	recSnapshot  byte = 3 // from (uint64 big-endian) + a raftpb.SnapshotMetadata: its snapshot file is durable
 )
 
-// recHeader is the size of a record header: crc32c, payload length, type.
-const recHeader = 9
+// Directories in a member's directory.
+const (
+	logSubdir  = "log"  // the WAL's segments
+	snapSubdir = "snap" // snapshot files, named by their Raft index
+	recvSubdir = "recv" // snapshots received from a leader, until Save takes them
+)
 
-// maxRecord bounds a record's payload when reading, so a corrupt length cannot
-// make Open allocate without limit.
-const maxRecord = 256 << 20
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// FileStorage is a Storage kept in a raft.MemoryStorage and, when it has a
-// directory, also in snapshot files and an append-only log file there that Open
-// loads and replays. It is the stand-in for the WAL-backed storage of the
-// integration step. Save, Checkpoint and Close are for the Ready loop only; the
-// raft.Storage methods are safe for concurrent use (MemoryStorage locks).
-type FileStorage struct {
-	*raft.MemoryStorage
-	logger *slog.Logger
-
-	dir string // "" when memory-only
-
-	mu   sync.Mutex // guards f, base, off, size and buf (Save and Checkpoint vs Close)
-	f    *os.File   // the current log file; nil when memory-only or closed
-	base uint64     // index of the snapshot the current log follows (0: none)
-	off  int64      // where the next record goes in f
-	size int64      // f's size: beyond off it holds zeros, written ahead of need
-	buf  []byte     // reused encoding buffer
+// StorageConfig says where a member's storage lives.
+type StorageConfig struct {
+	// Dir is the member's directory: Dir/log holds the WAL, Dir/snap the snapshots,
+	// Dir/recv a snapshot being received, Dir/legacy the files of the previous format
+	// once converted.
+	Dir string
+	// FS is the file system; nil means the operating system's.
+	FS store.FS
+	// SegmentSize is the WAL's segment size; 0 means store.DefaultSegmentSize.
+	SegmentSize int64
+	// SplitLegacySnapshot splits the state machine's data of a snapshot of the
+	// previous format (one []byte) into the records Snapshotter.Restore reads, so
+	// that OpenStorage can convert a directory that format wrote (legacy.go). Nil: a
+	// directory holding such a snapshot is refused.
+	SplitLegacySnapshot func(data []byte, fn func(record []byte) error) error
+	// NoPrepare turns off the WAL's background zero-filling of its next segment
+	// (tests that count file operations, and small test logs).
+	NoPrepare bool
 }
 
-// preallocChunk is how far ahead of need a log file is extended with zeros: an
-// fdatasync of a record written into space already allocated and written need not
-// commit a change of the file's size, and costs less than the fsync of an append.
-const preallocChunk = 8 << 20
+// WALStorage is the Storage of a member: a raft.MemoryStorage in front of
+// server/store's write-ahead log and snapshot files (doc.go draws the layout). What
+// the Raft library reads back is never ahead of what the WAL made durable. Save,
+// Checkpoint and Close are for the Ready loop only; the raft.Storage methods are
+// safe for concurrent use (MemoryStorage locks).
+type WALStorage struct {
+	*raft.MemoryStorage
+	cfg    StorageConfig
+	fs     store.FS
+	logger *slog.Logger
+	wal    *store.WAL
 
-// OpenFileStorage opens the storage in dir, creating dir if needed: it loads the
-// newest valid snapshot file, then replays the log file that follows it (see
-// recoverFiles). An empty dir gives a memory-only storage. A torn or corrupt log
-// tail (a crash in the middle of a write) is truncated at the last whole record and
-// reported at Warn; there is nothing after it that was ever synced.
-func OpenFileStorage(dir string, logger *slog.Logger) (*FileStorage, error) {
-	s := &FileStorage{MemoryStorage: raft.NewMemoryStorage(), logger: logger, dir: dir}
-	if dir == "" {
-		return s, nil
+	// Owned by the Ready loop.
+	snapIndex uint64  // index of the snapshot the log follows (0: none)
+	lsns      []int64 // lsns[i]: the WAL record of entry snapIndex+1+i
+	buf       []byte  // reused encoding buffer
+
+	recvMu sync.Mutex // one Receive at a time
+}
+
+// OpenStorage opens the storage in cfg.Dir, creating it if needed: it loads the
+// metadata of the newest snapshot file, then replays the WAL, keeping the entries
+// after that snapshot and the last hard state. The WAL repairs a torn tail and fails
+// on damage before it (store.ErrCorrupt, naming file and offset).
+func OpenStorage(cfg StorageConfig, logger *slog.Logger) (*WALStorage, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("quorum: storage: no directory")
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("quorum: create storage dir: %w", err)
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
 	}
-	snap, err := loadNewestSnapshot(dir, logger)
-	if err != nil {
+	fsys := cfg.FS
+	if fsys == nil {
+		fsys = store.OS
+	}
+	s := &WALStorage{MemoryStorage: raft.NewMemoryStorage(), cfg: cfg, fs: fsys, logger: logger}
+	if err := s.convertLegacy(cfg.SplitLegacySnapshot); err != nil {
 		return nil, err
 	}
-	if snap != nil {
-		if err := s.ApplySnapshot(snap); err != nil {
-			return nil, fmt.Errorf("quorum: apply snapshot file: %w", err)
+	for _, sub := range []string{snapSubdir, recvSubdir} {
+		tmps, err := store.RemoveSnapshotTemps(filepath.Join(cfg.Dir, sub), fsys)
+		if err != nil {
+			return nil, err
+		}
+		if len(tmps) > 0 {
+			logger.Warn("removed unfinished snapshots", "files", tmps)
 		}
 	}
-	s.base, err = logBase(dir, snap.GetMetadata().GetIndex())
+	md, err := s.newestSnapshot()
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, logName(s.base))
-	data, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("quorum: read log: %w", err)
+	wcfg := store.DefaultConfig()
+	wcfg.Dir, wcfg.FS, wcfg.PrepareSegments = filepath.Join(cfg.Dir, logSubdir), fsys, !cfg.NoPrepare
+	if cfg.SegmentSize > 0 {
+		wcfg.SegmentSize = cfg.SegmentSize
 	}
-	good, err := s.replay(data)
-	if err != nil {
+	if s.wal, err = store.Open(wcfg, logger); err != nil {
+		return nil, fmt.Errorf("quorum: open raft log: %w", err)
+	}
+	if err := s.load(md); err != nil {
+		s.wal.Close()
 		return nil, err
 	}
-	if err := s.coverSnapshot(snap); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("quorum: open log: %w", err)
-	}
-	s.off, s.size = int64(good), int64(len(data))
-	if good < len(data) && !allZero(data[good:]) {
-		logger.Warn("truncating torn log tail", "path", path, "offset", good, "size", len(data))
-		if err := f.Truncate(int64(good)); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("quorum: truncate log: %w", err)
-		}
-		s.size = s.off
-	}
-	if err := syncDir(dir); err != nil {
-		f.Close()
-		return nil, err
-	}
-	s.f = f
 	return s, nil
 }
 
-// allZero reports whether b holds only zeros: the preallocated end of a log, not a
-// torn record.
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
+// refuseLegacy fails on a directory holding a snapshot of the previous format when
+// no StorageConfig.SplitLegacySnapshot can convert it.
+func (s *WALStorage) refuseLegacy(dir string) error {
+	return fmt.Errorf("%w: %s holds a snapshot of the previous format, and this member has no state machine "+
+		"that can convert it (StorageConfig.SplitLegacySnapshot)", errLegacyFormat, dir)
 }
 
-// coverSnapshot raises a replayed hard state that is behind snap: after a crash
-// between a received snapshot's file and the log that follows it, the last hard
-// state on disk predates the snapshot, but what the snapshot holds is committed.
-func (s *FileStorage) coverSnapshot(snap *raftpb.Snapshot) error {
-	if snap == nil {
+// newestSnapshot returns the metadata of the newest snapshot file (nil if none), from
+// its first record. The rest of the file is checked when it is restored.
+func (s *WALStorage) newestSnapshot() (*raftpb.SnapshotMetadata, error) {
+	snaps, err := store.ListSnapshots(filepath.Join(s.cfg.Dir, snapSubdir), s.fs)
+	if err != nil || len(snaps) == 0 {
+		return nil, err
+	}
+	return readMetadata(snaps[0].Path, uint64(snaps[0].Zxid), s.fs)
+}
+
+// errFirstRecord stops a snapshot read after its first record.
+var errFirstRecord = errors.New("first record read")
+
+// readMetadata reads the first record of the snapshot file at path, named for index:
+// its Raft metadata.
+func readMetadata(path string, index uint64, fsys store.FS) (*raftpb.SnapshotMetadata, error) {
+	md := new(raftpb.SnapshotMetadata)
+	_, err := store.ReadSnapshot(path, fsys, func(p []byte) error {
+		if err := proto.Unmarshal(p, md); err != nil {
+			return fmt.Errorf("raft metadata: %w", err)
+		}
+		return errFirstRecord
+	})
+	switch {
+	case errors.Is(err, errFirstRecord):
+	case err == nil:
+		return nil, fmt.Errorf("quorum: snapshot %s: no raft metadata record", path)
+	default:
+		return nil, fmt.Errorf("quorum: snapshot %s: %w", path, err)
+	}
+	if md.GetIndex() == 0 {
+		// A snapshot of no records ends before the callback; one named 0 is not ours.
+		return nil, fmt.Errorf("quorum: snapshot %s: raft index 0", path)
+	}
+	if index != md.GetIndex() {
+		return nil, fmt.Errorf("quorum: snapshot %s: named for index %d, its metadata says %d", path, index, md.GetIndex())
+	}
+	return md, nil
+}
+
+// load puts the snapshot md (nil: none) and the WAL's records into memory.
+func (s *WALStorage) load(md *raftpb.SnapshotMetadata) error {
+	if md != nil {
+		if err := s.ApplySnapshot(&raftpb.Snapshot{Metadata: md}); err != nil {
+			return fmt.Errorf("quorum: apply snapshot: %w", err)
+		}
+		s.snapIndex = md.GetIndex()
+	}
+	var hs *raftpb.HardState
+	var ents []lsnEntry
+	var from int64 // the last snapshot record's: entries before it are not needed
+	err := s.wal.Replay(s.wal.Start(), func(lsn int64, p []byte) error {
+		if len(p) == 0 {
+			return errors.New("empty record")
+		}
+		switch p[0] {
+		case recEntry:
+			e := new(raftpb.Entry)
+			if err := proto.Unmarshal(p[1:], e); err != nil {
+				return fmt.Errorf("raft entry: %w", err)
+			}
+			ents = append(ents, lsnEntry{lsn, e})
+		case recHardState:
+			hs = new(raftpb.HardState)
+			if err := proto.Unmarshal(p[1:], hs); err != nil {
+				return fmt.Errorf("raft hard state: %w", err)
+			}
+		case recSnapshot:
+			if len(p) < 9 {
+				return errors.New("raft snapshot record too short")
+			}
+			m := new(raftpb.SnapshotMetadata)
+			if err := proto.Unmarshal(p[9:], m); err != nil {
+				return fmt.Errorf("raft snapshot record: %w", err)
+			}
+			from = int64(binary.BigEndian.Uint64(p[1:]))
+			if m.GetIndex() > s.snapIndex {
+				return fmt.Errorf("the log records a snapshot at index %d, but %s holds none at or after it",
+					m.GetIndex(), filepath.Join(s.cfg.Dir, snapSubdir))
+			}
+		default:
+			return fmt.Errorf("unknown record type %d", p[0])
+		}
+		return nil
+	})
+	for _, le := range ents {
+		if err == nil && le.lsn >= from {
+			err = s.loadEntry(le.lsn, le.e)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("quorum: replay raft log in %s: %w", filepath.Join(s.cfg.Dir, logSubdir), err)
+	}
+	if hs != nil {
+		if err := s.SetHardState(hs); err != nil {
+			return err
+		}
+	}
+	return s.coverSnapshot(md)
+}
+
+// lsnEntry is a replayed entry and its record's lsn.
+type lsnEntry struct {
+	lsn int64
+	e   *raftpb.Entry
+}
+
+// loadEntry puts a replayed entry into memory: one at an index already held replaces
+// it and every later one (a new leader's conflicting tail), one at or before the
+// snapshot is skipped, and one past the end is a hole in the log.
+func (s *WALStorage) loadEntry(lsn int64, e *raftpb.Entry) error {
+	i := e.GetIndex()
+	if i <= s.snapIndex {
+		return nil
+	}
+	last, _ := s.LastIndex()
+	if i > last+1 {
+		return fmt.Errorf("raft entry at index %d (record %d) follows index %d: the entries between are missing", i, lsn, last)
+	}
+	if err := s.MemoryStorage.Append([]*raftpb.Entry{e}); err != nil {
+		return err
+	}
+	s.lsns = append(s.lsns[:i-s.snapIndex-1], lsn)
+	return nil
+}
+
+// coverSnapshot raises a replayed hard state that is behind snapshot md: after a
+// crash between a received snapshot's file and the records that follow it, the last
+// hard state on disk predates the snapshot, but what the snapshot holds is committed.
+func (s *WALStorage) coverSnapshot(md *raftpb.SnapshotMetadata) error {
+	if md == nil {
 		return nil
 	}
 	hs, _, err := s.InitialState()
 	if err != nil {
 		return err
 	}
-	md := snap.GetMetadata()
 	if hs.GetCommit() >= md.GetIndex() && hs.GetTerm() >= md.GetTerm() {
 		return nil
 	}
@@ -171,75 +314,55 @@ func (s *FileStorage) coverSnapshot(snap *raftpb.Snapshot) error {
 	return s.SetHardState(fixed)
 }
 
-// replay loads the records of data into memory and returns the length of the whole
-// records it read.
-func (s *FileStorage) replay(data []byte) (int, error) {
-	off := 0
-	for len(data)-off >= recHeader {
-		sum := binary.LittleEndian.Uint32(data[off:])
-		n := int(binary.LittleEndian.Uint32(data[off+4:]))
-		if n > maxRecord || len(data)-off-recHeader < n {
-			break
-		}
-		body := data[off+8 : off+recHeader+n] // type + payload
-		if crc32.Checksum(body, castagnoli) != sum {
-			break
-		}
-		if err := s.load(body[0], body[1:]); err != nil {
-			return 0, fmt.Errorf("quorum: replay record at %d: %w", off, err)
-		}
-		off += recHeader + n
-	}
-	return off, nil
+// appendRecord appends one record of typ holding m to the WAL, under the next lsn,
+// and returns that lsn.
+func (s *WALStorage) appendRecord(typ byte, m proto.Message) (int64, error) {
+	return s.appendRecordAfter(typ, nil, m)
 }
 
-// load applies one replayed record to the memory storage.
-func (s *FileStorage) load(typ byte, payload []byte) error {
-	switch typ {
-	case recEntry:
-		var e raftpb.Entry
-		if err := proto.Unmarshal(payload, &e); err != nil {
-			return err
-		}
-		return s.MemoryStorage.Append([]*raftpb.Entry{&e})
-	case recHardState:
-		var hs raftpb.HardState
-		if err := proto.Unmarshal(payload, &hs); err != nil {
-			return err
-		}
-		return s.SetHardState(&hs)
-	case recSnapshot:
-		var snap raftpb.Snapshot
-		if err := proto.Unmarshal(payload, &snap); err != nil {
-			return err
-		}
-		if err := s.ApplySnapshot(&snap); err != nil && !errors.Is(err, raft.ErrSnapOutOfDate) {
-			return err
-		}
-		return nil
-	default:
-		return fmt.Errorf("unknown record type %d", typ)
+// appendRecordAfter is appendRecord with head between the type and m.
+func (s *WALStorage) appendRecordAfter(typ byte, head []byte, m proto.Message) (int64, error) {
+	var err error
+	s.buf, err = proto.MarshalOptions{}.MarshalAppend(append(append(s.buf[:0], typ), head...), m)
+	if err != nil {
+		return 0, fmt.Errorf("quorum: encode raft record: %w", err)
 	}
+	lsn := s.wal.LastZxid() + 1
+	if err := s.wal.Append(lsn, s.buf); err != nil {
+		return 0, fmt.Errorf("quorum: append to raft log: %w", err)
+	}
+	return lsn, nil
 }
 
-// Save implements Storage: the file first (and its fsync when sync), then memory,
+// Save implements Storage: the WAL first (and its fdatasync when sync), then memory,
 // so that what the Raft library reads back is never ahead of what is durable.
-// A snapshot (one received from the leader) is kept like Checkpoint's: its file,
-// then a new log after it, which the entries and hard state then go to.
-func (s *FileStorage) Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raftpb.Snapshot, sync bool) error {
+func (s *WALStorage) Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raftpb.Snapshot, sync bool) error {
 	if snap != nil && !raft.IsEmptySnap(snap) {
-		if err := s.writeSnapshot(snap); err != nil {
+		if err := s.install(snap); err != nil {
 			return err
 		}
-		if err := s.ApplySnapshot(snap); err != nil {
-			return fmt.Errorf("quorum: apply snapshot: %w", err)
+		sync = true
+	}
+	for _, e := range ents {
+		i := e.GetIndex()
+		if i <= s.snapIndex {
+			continue
 		}
-		if err := s.rotate(snap.GetMetadata().GetIndex()); err != nil {
+		lsn, err := s.appendRecord(recEntry, e)
+		if err != nil {
+			return err
+		}
+		s.lsns = append(s.lsns[:min(i-s.snapIndex-1, uint64(len(s.lsns)))], lsn)
+	}
+	if hs != nil && !raft.IsEmptyHardState(hs) {
+		if _, err := s.appendRecord(recHardState, hs); err != nil {
 			return err
 		}
 	}
-	if err := s.write(hs, ents, sync); err != nil {
-		return err
+	if sync {
+		if err := s.wal.Sync(); err != nil {
+			return fmt.Errorf("quorum: sync raft log: %w", err)
+		}
 	}
 	if len(ents) > 0 {
 		if err := s.MemoryStorage.Append(ents); err != nil {
@@ -254,108 +377,132 @@ func (s *FileStorage) Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raf
 	return nil
 }
 
-// write appends the records of one Save to the file in one write call.
-func (s *FileStorage) write(hs *raftpb.HardState, ents []*raftpb.Entry, sync bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.f == nil {
-		return nil
+// install makes a snapshot Receive kept the member's: its file moves to the snapshot
+// directory, the WAL records it, and memory starts from it. The log before it goes.
+func (s *WALStorage) install(snap *raftpb.Snapshot) error {
+	s.recvMu.Lock()
+	defer s.recvMu.Unlock()
+	md := snap.GetMetadata()
+	name := filepath.Base(snapshotPath(s.cfg.Dir, recvSubdir, md.GetIndex()))
+	from, to := filepath.Join(s.cfg.Dir, recvSubdir, name), snapshotPath(s.cfg.Dir, snapSubdir, md.GetIndex())
+	if err := s.fs.MkdirAll(filepath.Dir(to), 0o750); err != nil {
+		return fmt.Errorf("quorum: install snapshot: %w", err)
 	}
-	var err error
-	s.buf, err = encodeRecords(s.buf[:0], hs, ents)
+	if err := s.fs.Rename(from, to); err != nil {
+		return fmt.Errorf("quorum: install snapshot at index %d: %w", md.GetIndex(), err)
+	}
+	if err := s.fs.SyncDir(filepath.Dir(to)); err != nil {
+		return fmt.Errorf("quorum: install snapshot: sync directory: %w", err)
+	}
+	// Raft drops the whole log for a snapshot it is sent: nothing before it is needed.
+	marker, err := s.recordSnapshot(md, s.wal.LastZxid()+1)
 	if err != nil {
-		return fmt.Errorf("quorum: encode record: %w", err)
+		return err
 	}
-	if len(s.buf) == 0 {
-		return nil
+	if err := s.ApplySnapshot(&raftpb.Snapshot{Metadata: md}); err != nil {
+		return fmt.Errorf("quorum: apply snapshot: %w", err)
 	}
-	if end := s.off + int64(len(s.buf)); end > s.size {
-		if err := s.extend(end); err != nil {
-			return err
+	s.snapIndex, s.lsns = md.GetIndex(), nil
+	s.logger.Info("snapshot received", "index", md.GetIndex(), "term", md.GetTerm())
+	// Snapshots received before it that Raft did not take are of no use now.
+	if _, _, err := store.PurgeSnapshots(filepath.Join(s.cfg.Dir, recvSubdir), s.fs, 1); err != nil {
+		return fmt.Errorf("quorum: %w", err)
+	}
+	return s.purge(marker - 1)
+}
+
+// Checkpoint implements Storage. In this order, each step durable before the next:
+// the snapshot file (WriteSnapshot made it); a record of it and the hard state again
+// in the WAL; then the older snapshot files and the WAL segments holding only records
+// before both are removed. A crash between any two steps leaves a directory that
+// OpenStorage recovers.
+func (s *WALStorage) Checkpoint(md *raftpb.SnapshotMetadata, keep uint64) error {
+	index := md.GetIndex()
+	if index <= s.snapIndex {
+		s.logger.Info("snapshot superseded by a newer one, removed", "index", index)
+		return s.removeSnapshot(index)
+	}
+	if _, err := s.MemoryStorage.CreateSnapshot(index, md.GetConfState(), nil); err != nil {
+		return fmt.Errorf("quorum: create snapshot: %w", err)
+	}
+	// Every record before the snapshot's record and before the first entry after
+	// index is covered: entries up to index by the snapshot, hard states by the one
+	// written again after it, and entries after index by the live one, which replaced
+	// any earlier record of them.
+	from := s.wal.LastZxid() + 1
+	n := index - s.snapIndex
+	if n < uint64(len(s.lsns)) {
+		from = min(from, s.lsns[n])
+	}
+	if _, err := s.recordSnapshot(md, from); err != nil {
+		return err
+	}
+	if n < uint64(len(s.lsns)) {
+		s.lsns = slices.Clone(s.lsns[n:])
+	} else {
+		s.lsns = nil
+	}
+	purge := from - 1
+	s.snapIndex = index
+	if index > keep {
+		if err := s.MemoryStorage.Compact(index - keep); err != nil && !errors.Is(err, raft.ErrCompacted) {
+			return fmt.Errorf("quorum: compact log: %w", err)
 		}
 	}
-	if _, err := s.f.WriteAt(s.buf, s.off); err != nil {
-		return fmt.Errorf("quorum: write log: %w", err)
+	return s.purge(purge)
+}
+
+// recordSnapshot appends the record of the durable snapshot md, which says that no
+// record before lsn from is needed, and the hard state again, so that none before it
+// is needed for that either; and syncs the WAL. It returns the lsn of the snapshot's
+// record. Replay ignores the entries before the last snapshot record's from: once
+// older segments are purged, ones left there may follow a hole.
+func (s *WALStorage) recordSnapshot(md *raftpb.SnapshotMetadata, from int64) (int64, error) {
+	marker, err := s.appendRecordAfter(recSnapshot, binary.BigEndian.AppendUint64(nil, uint64(from)), md)
+	if err != nil {
+		return 0, err
 	}
-	s.off += int64(len(s.buf))
-	if sync {
-		if err := fdatasync(s.f); err != nil {
-			return fmt.Errorf("quorum: sync log: %w", err)
+	hs, _, err := s.InitialState()
+	if err != nil {
+		return 0, err
+	}
+	if !raft.IsEmptyHardState(hs) {
+		if _, err := s.appendRecord(recHardState, hs); err != nil {
+			return 0, err
 		}
+	}
+	if err := s.wal.Sync(); err != nil {
+		return 0, fmt.Errorf("quorum: sync raft log: %w", err)
+	}
+	return marker, nil
+}
+
+// purge removes the snapshot files older than the newest and the WAL segments whose
+// records are all at or below lsn.
+func (s *WALStorage) purge(lsn int64) error {
+	if _, _, err := store.PurgeSnapshots(filepath.Join(s.cfg.Dir, snapSubdir), s.fs, 1); err != nil {
+		return fmt.Errorf("quorum: %w", err)
+	}
+	if _, err := s.wal.PurgeBefore(lsn); err != nil {
+		return fmt.Errorf("quorum: %w", err)
 	}
 	return nil
 }
 
-// extend writes zeros from the end of the log file to preallocChunk past need and
-// makes the new size durable. The caller holds s.mu.
-func (s *FileStorage) extend(need int64) error {
-	zeros := make([]byte, 1<<20)
-	size := need + preallocChunk
-	for at := s.size; at < size; at += int64(len(zeros)) {
-		if _, err := s.f.WriteAt(zeros[:min(int64(len(zeros)), size-at)], at); err != nil {
-			return fmt.Errorf("quorum: extend log: %w", err)
-		}
+// removeSnapshot removes the snapshot file at index, one a newer snapshot made
+// useless before it was recorded.
+func (s *WALStorage) removeSnapshot(index uint64) error {
+	if index == s.snapIndex {
+		return nil
 	}
-	if err := s.f.Sync(); err != nil {
-		return fmt.Errorf("quorum: extend log: %w", err)
+	path := snapshotPath(s.cfg.Dir, snapSubdir, index)
+	if err := s.fs.Remove(path); err != nil && !errors.Is(err, errNotExist) {
+		return fmt.Errorf("quorum: remove %s: %w", path, err)
 	}
-	s.size = size
 	return nil
-}
-
-// encodeRecords appends the records of ents, then of hs if not empty, to dst.
-func encodeRecords(dst []byte, hs *raftpb.HardState, ents []*raftpb.Entry) ([]byte, error) {
-	var err error
-	for _, e := range ents {
-		if dst, err = appendRecord(dst, recEntry, e); err != nil {
-			return dst, err
-		}
-	}
-	if hs != nil && !raft.IsEmptyHardState(hs) {
-		dst, err = appendRecord(dst, recHardState, hs)
-	}
-	return dst, err
-}
-
-// appendRecord frames m as a record: crc32c | len | type | payload, where the
-// checksum covers the type and the payload.
-func appendRecord(dst []byte, typ byte, m proto.Message) ([]byte, error) {
-	start := len(dst)
-	dst = append(dst, make([]byte, recHeader)...)
-	dst, err := proto.MarshalOptions{}.MarshalAppend(dst, m)
-	if err != nil {
-		return dst[:start], err
-	}
-	dst[start+8] = typ
-	binary.LittleEndian.PutUint32(dst[start+4:], uint32(len(dst)-start-recHeader))
-	binary.LittleEndian.PutUint32(dst[start:], crc32.Checksum(dst[start+8:], castagnoli))
-	return dst, nil
 }
 
 // Close implements Storage. It is idempotent.
-func (s *FileStorage) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.f == nil {
-		return nil
-	}
-	// A log closed cleanly ends at its last record; the zeros ahead are for a
-	// running log only.
-	err := s.f.Truncate(s.off)
-	err = errors.Join(err, s.f.Close())
-	s.f = nil
-	return err
-}
-
-// syncDir makes the directory entry of a newly created log durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("quorum: open dir: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("quorum: sync dir: %w", err)
-	}
-	return nil
+func (s *WALStorage) Close() error {
+	return s.wal.Close()
 }

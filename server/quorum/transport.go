@@ -55,8 +55,14 @@ type transportConfig struct {
 	// recv gets every Raft message from member from's connection; onNote (if not
 	// nil) every note; unreachable the id of a peer a message could not be sent to.
 	// None of them may block for long.
-	recv        func(from uint64, m *raftpb.Message)
-	onNote      func(from uint64, data []byte)
+	recv   func(from uint64, m *raftpb.Message)
+	onNote func(from uint64, data []byte)
+	// recvSnap gets every MsgSnap with the stream of its records (snapstream.go);
+	// snapshot gives the records of the snapshot at index to send. Nil: none are
+	// taken, or sent.
+	recvSnap    func(from uint64, m *raftpb.Message, records ReadFunc)
+	snapshot    func(index uint64) ReadFunc
+	maxSnapshot int64 // bounds a received snapshot's bytes; 0: no bound
 	unreachable func(id uint64)
 	counters    *counters
 	refusals    *limitedLog
@@ -353,6 +359,11 @@ func (t *Transport) writeConn(p *peer, conn net.Conn) error {
 			if _, err := w.Write(b); err != nil {
 				return err
 			}
+			if b[0] == frameSnap {
+				if err := t.streamSnapshot(w, conn, b[1:]); err != nil {
+					return err
+				}
+			}
 			select {
 			case b = <-p.queue:
 				continue
@@ -566,8 +577,8 @@ func (t *Transport) readLoop(r *bufio.Reader, from uint64, remote string) {
 }
 
 // readOne reads the next frame and hands it on. A snapshot frame first waits for the
-// one snapshot slot, which it holds until it has been handed on: however many peers
-// send snapshots, one is in memory at a time.
+// one snapshot slot, which it holds until its stream has been read and handed on:
+// however many peers send snapshots, one is received at a time.
 func (t *Transport) readOne(r *bufio.Reader, from uint64) error {
 	hdr, err := r.Peek(5)
 	if err != nil {
@@ -585,6 +596,9 @@ func (t *Transport) readOne(r *bufio.Reader, from uint64) error {
 	if err != nil {
 		return err
 	}
+	if kind == frameSnap {
+		return t.readSnapshot(r, from, body)
+	}
 	return t.deliver(from, kind, body)
 }
 
@@ -594,7 +608,7 @@ var errBadFrame = errors.New("malformed frame")
 // deliver hands one frame of member from's to recv or onNote.
 func (t *Transport) deliver(from uint64, kind byte, body []byte) error {
 	switch kind {
-	case frameRaft, frameSnap:
+	case frameRaft:
 		m := new(raftpb.Message)
 		if err := proto.Unmarshal(body, m); err != nil {
 			return fmt.Errorf("%w: raft message: %v", errBadFrame, err)
@@ -608,7 +622,7 @@ func (t *Transport) deliver(from uint64, kind byte, body []byte) error {
 			t.cfg.onNote(from, body)
 		}
 	case frameKeepalive:
-	default: // a second hello
+	default: // a second hello, or a snapshot chunk outside its stream
 		return fmt.Errorf("%w: kind %d after the hello", errBadFrame, kind)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -427,9 +428,9 @@ func TestPeerFloodHeapBound(t *testing.T) {
 	c.alive(lead, "after the flood")
 }
 
-// TestOneSnapshotFrameAtATime: a snapshot frame, the one kind that may be large, waits
-// for the transport's one snapshot slot before its body is read, and holds it until it
-// has been handed on; another member's snapshot frame meanwhile waits unread.
+// TestOneSnapshotFrameAtATime: a snapshot frame waits for the transport's one snapshot
+// slot before its body is read, and holds it until its stream has been handed on;
+// another member's snapshot meanwhile waits unread.
 func TestOneSnapshotFrameAtATime(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -439,8 +440,9 @@ func TestOneSnapshotFrameAtATime(t *testing.T) {
 	release := make(chan struct{})
 	tr := newTransport(ln, transportConfig{
 		self: 1, peers: map[uint64]string{2: "127.0.0.1:1", 3: "127.0.0.1:1"}, queueLen: 1,
-		limits: frameLimits{raft: 1 << 20, snap: 1 << 20, note: 1 << 10}, timeouts: *shortTimeouts,
-		recv: func(from uint64, m *raftpb.Message) {
+		limits: frameLimits{raft: 1 << 20, snap: 1 << 20, note: 1 << 10, chunk: 1 << 20}, timeouts: *shortTimeouts,
+		recv: func(uint64, *raftpb.Message) {},
+		recvSnap: func(from uint64, m *raftpb.Message, records ReadFunc) {
 			got <- from
 			<-release
 		},
@@ -449,12 +451,14 @@ func TestOneSnapshotFrameAtATime(t *testing.T) {
 	defer tr.Close()
 	snap := func(from uint64) []byte {
 		m := msg(raftpb.MsgSnap, from, 2)
-		m.Snapshot = &raftpb.Snapshot{Data: make([]byte, 100<<10)}
+		m.Snapshot = &raftpb.Snapshot{Metadata: &raftpb.SnapshotMetadata{Index: new(uint64(5)), Term: new(uint64(1))}}
 		b, err := proto.Marshal(m)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return appendFrame(nil, frameSnap, b)
+		b = appendFrame(nil, frameSnap, b)
+		b = appendFrame(b, frameSnapChunk, append([]byte{100}, make([]byte, 100)...))
+		return appendFrame(b, frameSnapEnd, binary.BigEndian.AppendUint64(nil, 1))
 	}
 	for _, from := range []uint64{2, 3} {
 		in, _ := dialPeer(t, ln.Addr().String(), nil)
@@ -503,4 +507,115 @@ func TestPeerTLSVersions(t *testing.T) {
 	if in, err := dialPeer(t, c.voters[lead], old); err == nil && in.hello(other, lead) == nil {
 		t.Error("a TLS 1.2 peer was accepted by a member allowing TLS 1.3 only")
 	}
+}
+
+// TestSnapshotStream: a snapshot's records arrive in chunk frames after its message
+// and are handed to the receiver as they come; an aborted stream reads as
+// errSnapshotAborted, and a chunk whose record runs past its end closes the
+// connection.
+func TestSnapshotStream(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		records []string
+		err     error
+	}
+	got := make(chan result, 4)
+	cnt := &counters{}
+	tr := newTransport(ln, transportConfig{
+		self: 1, peers: map[uint64]string{2: "127.0.0.1:1"}, queueLen: 1,
+		limits: frameLimits{raft: 1 << 20, snap: 1 << 20, note: 1 << 10, chunk: 1 << 10}, timeouts: *shortTimeouts,
+		recv: func(uint64, *raftpb.Message) {},
+		recvSnap: func(from uint64, m *raftpb.Message, records ReadFunc) {
+			var r result
+			r.err = records(func(p []byte) error { r.records = append(r.records, string(p)); return nil })
+			got <- r
+		},
+		unreachable: func(uint64) {}, counters: cnt, refusals: newLimitedLog(testLogger()), logger: testLogger(),
+	})
+	defer tr.Close()
+	head := func() []byte {
+		m := msg(raftpb.MsgSnap, 2, 2)
+		m.Snapshot = &raftpb.Snapshot{Metadata: &raftpb.SnapshotMetadata{Index: new(uint64(5)), Term: new(uint64(1))}}
+		b, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return appendFrame(nil, frameSnap, b)
+	}
+	chunk := func(recs ...string) []byte {
+		var b []byte
+		for _, r := range recs {
+			b = binary.AppendUvarint(b, uint64(len(r)))
+			b = append(b, r...)
+		}
+		return appendFrame(nil, frameSnapChunk, b)
+	}
+	end := func(n uint64) []byte { return appendFrame(nil, frameSnapEnd, binary.BigEndian.AppendUint64(nil, n)) }
+	in, _ := dialPeer(t, ln.Addr().String(), nil)
+	if err := in.hello(2, 1); err != nil {
+		t.Fatal(err)
+	}
+	stream := slices.Concat(head(), chunk("a", "bb"), chunk("ccc"), end(3), head(), chunk("x"), end(snapAborted))
+	if err := in.send(stream); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-got; r.err != nil || fmt.Sprint(r.records) != "[a bb ccc]" {
+		t.Fatalf("stream: %v %v, want a, bb, ccc", r.records, r.err)
+	}
+	if r := <-got; !errors.Is(r.err, errSnapshotAborted) {
+		t.Fatalf("aborted stream: %v, want errSnapshotAborted", r.err)
+	}
+	bad := appendFrame(nil, frameSnapChunk, []byte{50, 'x'})
+	if err := in.send(slices.Concat(head(), bad)); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-got; r.err == nil {
+		t.Fatal("a record past its chunk was handed on")
+	}
+	in.closedWithin(5 * time.Second)
+	if cnt.framesRefused.Load() == 0 {
+		t.Error("the bad chunk was not counted as a refused frame")
+	}
+}
+
+// TestSnapshotStreamBounded: a stream past the transport's bound on a snapshot's
+// bytes closes the connection before the rest is taken.
+func TestSnapshotStreamBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	tr := newTransport(ln, transportConfig{
+		self: 1, peers: map[uint64]string{2: "127.0.0.1:1"}, queueLen: 1, maxSnapshot: 1000,
+		limits: frameLimits{raft: 1 << 20, snap: 1 << 20, note: 1 << 10, chunk: 1 << 10}, timeouts: *shortTimeouts,
+		recv: func(uint64, *raftpb.Message) {},
+		recvSnap: func(from uint64, m *raftpb.Message, records ReadFunc) {
+			got <- records(func([]byte) error { return nil })
+		},
+		unreachable: func(uint64) {}, counters: &counters{}, refusals: newLimitedLog(testLogger()), logger: testLogger(),
+	})
+	defer tr.Close()
+	m := msg(raftpb.MsgSnap, 2, 2)
+	m.Snapshot = &raftpb.Snapshot{Metadata: &raftpb.SnapshotMetadata{Index: new(uint64(5)), Term: new(uint64(1))}}
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := appendFrame(nil, frameSnap, b)
+	for range 3 {
+		stream = appendFrame(stream, frameSnapChunk, append([]byte{0x80, 3}, make([]byte, 400-2)...)[:400])
+	}
+	in, _ := dialPeer(t, ln.Addr().String(), nil)
+	if err := in.hello(2, 1); err != nil {
+		t.Fatal(err)
+	}
+	in.send(stream)
+	if err := <-got; !errors.Is(err, errFrameSize) {
+		t.Fatalf("a snapshot past the bound: %v, want errFrameSize", err)
+	}
+	in.closedWithin(5 * time.Second)
 }

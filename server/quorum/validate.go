@@ -56,8 +56,7 @@ type checkView struct {
 	conf      *raftpb.ConfState                    // the membership as of its applied index
 	entry     func(from uint64, data []byte) error // checks a proposal's data after its header; may be nil
 	confCtx   func(ctx []byte, after *raftpb.ConfState) error
-	snapshot  func([]byte) error // checks a snapshot's data; may be nil
-	maxEntry  int                // the largest entry a proposal may carry
+	maxEntry  int // the largest entry a proposal may carry
 }
 
 // check says why m, received on the connection of member from, must be dropped, or
@@ -299,8 +298,8 @@ func describeChanges(cc *raftpb.ConfChangeV2) string {
 }
 
 // checkSnapshot checks a snapshot a leader sends: an index and term in range, a
-// membership that holds this member and can be restored, and data the state machine
-// can load.
+// membership that holds this member and can be restored. Its data is checked as
+// Storage.Receive keeps it, once these checks passed.
 func (v *checkView) checkSnapshot(m *raftpb.Message) error {
 	s := m.GetSnapshot()
 	md := s.GetMetadata()
@@ -321,10 +320,5 @@ func (v *checkView) checkSnapshot(m *raftpb.Message) error {
 	if err != nil {
 		return dropped("snapshot: %v", err)
 	}
-	if v.snapshot != nil {
-		if err := v.snapshot(s.GetData()); err != nil {
-			return dropped("snapshot at index %d: %v", md.GetIndex(), err)
-		}
-	}
-	return nil
+	return nil // the data is checked as it is kept (Storage.Receive)
 }

@@ -144,6 +144,28 @@
 // (none is read) and deletes the older ones, returning the zxid of the oldest kept for
 // WAL.PurgeBefore; with fewer than N it deletes nothing and returns 0.
 //
+// # An ensemble member's records
+//
+// An ensemble member (server/quorum) keeps Raft's state in the same two formats, in
+// <data_log_dir or data_dir>/raft: a WAL in raft/log and snapshot files in raft/snap.
+// Raft's own numbers do not rise as a WAL's key must (a new leader overwrites a
+// conflicting tail; a hard state has no index), so the key is a log sequence number,
+// one more for every record, and the Raft index travels in the payload:
+//
+//	zxid field   payload
+//	+--------+   +------+---------------------------------------------+
+//	| lsn    |   | type | protobuf                                    |
+//	+--------+   +------+---------------------------------------------+
+//	               1      raftpb.Entry             an entry (index, term, data)
+//	               2      raftpb.HardState         term, vote, commit
+//	               3      from (uint64 BE) +       the snapshot at its index is durable;
+//	                      raftpb.SnapshotMetadata  no record before lsn from is needed
+//
+// A member's snapshot file is a snapshot as above whose zxid field is the Raft index;
+// its first record is the raftpb.SnapshotMetadata (index, term, membership), the
+// records after it the tree's, as in a standalone snapshot. server/quorum/doc.go says
+// how replay resolves overwritten entries and which records a purge may drop.
+//
 // # The file system
 //
 // Every file operation — opening, reading and writing at offsets, preallocation,

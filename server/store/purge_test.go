@@ -143,3 +143,24 @@ func TestPurgeWhileAppending(t *testing.T) {
 		t.Fatalf("%d segments left, want the few after zxid %d", got, purgedTo)
 	}
 }
+
+// TestStartAfterPurge: Start says from where the log is whole, and Replay(Start())
+// replays what is left of it; before any purge, from 0.
+func TestStartAfterPurge(t *testing.T) {
+	cfg, w, want := writePurgeLog(t)
+	if got := w.Start(); got != 0 {
+		t.Fatalf("Start before a purge = %d, want 0", got)
+	}
+	if _, err := w.PurgeBefore(16); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.Start(); got != 16 {
+		t.Fatalf("Start after purging up to 16 = %d, want 16", got)
+	}
+	w.Close()
+	w = openWAL(t, cfg, nil)
+	if got := w.Start(); got != 16 {
+		t.Fatalf("Start after reopening = %d, want 16", got)
+	}
+	checkRecords(t, replayAll(t, w, w.Start()), want[16:])
+}

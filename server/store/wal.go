@@ -223,6 +223,18 @@ func (w *WAL) openTail(seg segment, torn *tornTail) error {
 // last record recovered by Open; 0 for an empty log. Safe for concurrent use.
 func (w *WAL) LastZxid() int64 { return w.last.Load() }
 
+// Start returns the zxid after which the log holds every record: the prev of its
+// oldest segment (see PurgeBefore), 0 for a log never purged or empty. Replay(Start())
+// replays the whole log. Safe for concurrent use.
+func (w *WAL) Start() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.segs) == 0 {
+		return 0
+	}
+	return w.segs[0].prev
+}
+
 // Append adds a record to the log. zxid must be above LastZxid. The record is
 // buffered and is durable only once Sync returns; the log keeps no reference to
 // payload after Append returns. Append rotates to a new segment, syncing the one it

@@ -65,7 +65,7 @@ func dialIntruder(t *testing.T, addr string, cfg *tls.Config, from, to int) (*in
 		conn = tc
 	}
 	in := &intruder{conn: conn, r: bufio.NewReader(conn)}
-	body := []byte{1} // the protocol's version
+	body := []byte{2} // the protocol's version (2: snapshots streamed in chunks)
 	body = binary.BigEndian.AppendUint64(body, uint64(from))
 	body = binary.BigEndian.AppendUint64(body, uint64(to))
 	if err := in.frame(frameHello, body); err != nil {
@@ -452,7 +452,7 @@ func (c *cluster) restartOnUndecodableEntry(t *testing.T) {
 // proposal header, in the last entry's term, and commits it. It returns its index.
 func appendUndecodable(t *testing.T, dir string) uint64 {
 	t.Helper()
-	st, err := quorum.OpenFileStorage(dir, slog.New(slog.DiscardHandler))
+	st, err := quorum.OpenStorage(quorum.StorageConfig{Dir: dir}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
