@@ -434,3 +434,8 @@ func (h *harness) screenshot(step string) {
 	}
 	h.t.Logf("screenshot: %s", name)
 }
+
+// paddock is the binary the tests that kill ensemble members run their services as.
+var paddock testutil.Binary
+
+func TestMain(m *testing.M) { paddock.Main(m) }

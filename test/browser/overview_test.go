@@ -2,6 +2,11 @@ package browser
 
 import (
 	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,11 +15,8 @@ import (
 
 	"github.com/paddock/paddock/coordinator"
 	"github.com/paddock/paddock/internal/testutil"
-	"github.com/paddock/paddock/master"
 	"github.com/paddock/paddock/server"
 	"github.com/paddock/paddock/task"
-	"github.com/paddock/paddock/web"
-	"github.com/paddock/paddock/worker"
 )
 
 // overviewWait bounds how long the overview may take to show a change: it polls every
@@ -24,7 +26,11 @@ const overviewWait = 30 * time.Second
 
 // startOnEnsemble starts a 3-member ensemble (member 1 with its admin port on, so the
 // console reads its p99 latency there; members 2 and 3 are probed with srvr), a console
-// whose session may use any member, and the browser.
+// whose session may use any member, a master and a worker, and the browser. The
+// console, master and worker are paddock processes: the leader is killed under them, and
+// their clients reconnecting may trip go-zookeeper's own race on Conn.lastZxid, which a
+// child's log check leaves out (testutil.Child.LogProblems) but a race in this test
+// binary would fail the test with.
 func startOnEnsemble(t *testing.T) (*harness, *testutil.Ensemble) {
 	t.Helper()
 	e := testutil.StartEnsemble(t, 3, 0, func(i int, c *server.Config) {
@@ -45,36 +51,60 @@ func startOnEnsemble(t *testing.T) (*harness, *testutil.Ensemble) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := web.DefaultConfig()
-	cfg.Servers, cfg.Listen, cfg.Users = e.Addrs(), "127.0.0.1:0", users
-	cfg.AdminAddrs = []string{"1=" + e.Server(0).AdminAddr().String()}
-	c, err := web.New(cfg, s, testutil.TestLogger())
+	port, err := testutil.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	h.url = "http://" + c.Addr().String()
-	h.runService("console", c.Run)
-	mcfg := master.DefaultConfig()
-	mcfg.Servers, mcfg.ID = e.Addrs(), "m1"
-	m, err := master.New(mcfg, testutil.TestLogger())
+	listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	dir := t.TempDir()
+	cfg, err := json.Marshal(map[string]any{"web": map[string]any{ // JSON is YAML too
+		"zk": e.Addrs(), "listen": listen, "users": users,
+		"admin_addrs": []string{"1=" + e.Server(0).AdminAddr().String()},
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wcfg := worker.DefaultConfig()
-	wcfg.Servers, wcfg.ID, wcfg.Capacity, wcfg.OutputDir = e.Addrs(), "w1", 2, t.TempDir()
-	wcfg.KillGrace = time.Second
-	wcfg.StopGrace = 0 // a task still running when the test ends is handed back at once
-	w, err := worker.New(wcfg, testutil.TestLogger())
-	if err != nil {
+	cfgPath := filepath.Join(dir, "console.yaml")
+	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h.runService("master", m.Run)
-	h.runService("worker", w.Run)
+	zk := strings.Join(e.Addrs(), ",")
+	h.startChild(filepath.Join(dir, "console.log"), "web", "--config", cfgPath)
+	h.startChild(filepath.Join(dir, "master.log"), "master", "--zk", zk, "--id", "m1")
+	h.startChild(filepath.Join(dir, "worker.log"), "worker", "--zk", zk, "--id", "w1", "--capacity", "2",
+		"--output-dir", filepath.Join(dir, "output"), "--kill-grace", "1s", "--stop-grace", "0s")
+	h.url = "http://" + listen
+	if !testutil.WaitFor(20*time.Second, 100*time.Millisecond, func() bool {
+		resp, err := http.Get(h.url + "/login")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	}) {
+		t.Fatalf("the console did not serve on %s", listen)
+	}
 	h.startBrowser()
 	return h, e
+}
+
+// startChild runs the paddock binary with args until the test ends, its output in
+// logPath; the test fails if the log shows a race, a panic or an error-level record.
+func (h *harness) startChild(logPath string, args ...string) {
+	h.t.Helper()
+	c, err := testutil.StartChild(h.t, logPath, nil, paddock.Path(h.t), args...)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() {
+		c.Stop(20 * time.Second)
+		problems, err := c.LogProblems()
+		if err != nil {
+			h.t.Errorf("%s: %v", logPath, err)
+		}
+		if len(problems) > 0 {
+			h.t.Errorf("%s:\n%s", logPath, strings.Join(problems, "\n"))
+		}
+	})
 }
 
 // memberRow is one row of the overview's members table as the page shows it.

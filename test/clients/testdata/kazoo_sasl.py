@@ -12,6 +12,9 @@ import os
 import sys
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import AuthFailedError
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import KeeperState
 from kazoo.security import make_acl
 
 logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
@@ -26,13 +29,24 @@ def client(addr, user, password):
                        connection_retry={"max_tries": 0}, command_retry={"max_tries": 0})
 
 
+def start(zk):
+    """zk.start, except that a login refused while start was returning is reported as
+    such: kazoo sets up the session, then logs in, and its start says "Connection
+    time-out" when the refusal lands before it looks whether it is connected."""
+    zk.start_async().wait(timeout=10)
+    if zk.client_state == KeeperState.AUTH_FAILED:
+        raise AuthFailedError("the server refused the SASL login")
+    if not zk.connected:
+        raise KazooTimeoutError("Connection time-out")
+
+
 def main():
     addr, check = sys.argv[1], sys.argv[2]
     user = sys.argv[3] if len(sys.argv) > 3 else None
     password = sys.argv[4] if len(sys.argv) > 4 else None
     zk = client(addr, user, password)
     try:
-        zk.start(timeout=10)
+        start(zk)
         if check == "acl":
             acl = [make_acl("sasl", user, all=True)]
             zk.create("/kazoo-sasl", b"secret", acl=acl)
