@@ -23,8 +23,9 @@
 // Open. The preallocated space is zeros written ahead of need by a background
 // goroutine (next-segment.tmp while it fills, next-segment.tmp.ready once whole and
 // synced; prepare.go says why writing beats fallocate); when no prepared file is
-// ready at rotation, the segment is allocated with fallocate instead. Records are appended after
-// the header; the preallocated space after the last record reads as zeros. The log
+// ready at rotation (a new log, or one that outran the preparer), the log writes the
+// zeros of a short segment itself, of at most 4 MiB, and rotates out of it when it is
+// full. Records are appended after the header; the preallocated space after the last record reads as zeros. The log
 // rotates to a new segment when a record would not fit; a record larger than a whole
 // segment gets a segment of its own, which grows past the preallocated size. Before it
 // rotates the log syncs the segment it leaves, so only the last segment can ever hold

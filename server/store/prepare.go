@@ -14,8 +14,11 @@ import (
 // 115 µs for a file whose blocks were written. Group commit waits on those syncs, so
 // they bound the write rate. Writing zeros takes a while, so the next segment is
 // prepared in the background while the current one fills, in paced chunks that do not
-// burst the disk under the log's own syncs; rotation takes it when it is ready and
-// falls back to fallocate when it is not.
+// burst the disk under the log's own syncs; rotation takes it when it is ready. When
+// it is not (a new log, or one that outran the preparer), the log writes the zeros of
+// a short segment itself, shortSegmentSize at most, and leaves it for a prepared one
+// soon: a 4 MiB write costs a few milliseconds once, while a fallocate'd segment
+// would slow every sync until the next rotation.
 const (
 	// preparedName is a zero-filled file ready to become the next segment. It exists
 	// only once complete and synced; preparingName is the file being filled.
@@ -33,6 +36,10 @@ const (
 )
 
 var zeroChunk = make([]byte, prepareChunk)
+
+// shortSegmentSize bounds a segment the log fills with zeros itself, when no prepared
+// file is ready.
+const shortSegmentSize = 4 << 20
 
 // preparer fills the next segment file in the background. Its goroutine runs from
 // Open to Close.

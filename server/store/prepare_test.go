@@ -105,3 +105,51 @@ func TestPreparerOutpaced(t *testing.T) {
 		t.Fatal("Close did not return")
 	}
 }
+
+// TestShortSegmentWithoutPreparedFile: a new log, whose first segment no prepared file
+// can be ready for, writes a short segment of zeros itself rather than fallocate a whole
+// one, fills it, and then rotates; what it holds reads back.
+func TestShortSegmentWithoutPreparedFile(t *testing.T) {
+	dir := t.TempDir()
+	// No preparer: every segment is one the log made itself.
+	w, err := Open(Config{Dir: dir, SegmentSize: 16 << 20, ForceSync: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := make([]byte, 64<<10)
+	const n = 100 // 6.4 MB: past one short segment
+	for zxid := int64(1); zxid <= n; zxid++ {
+		if err := w.Append(zxid, payload); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	segs, _, err := listSegments(OS, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(segs) != 2 {
+		t.Fatalf("%d segments, want 2 short ones", len(segs))
+	}
+	fi, err := os.Stat(segs[0].path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() != shortSegmentSize {
+		t.Errorf("first segment %d bytes, want %d", fi.Size(), shortSegmentSize)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w, err = Open(Config{Dir: dir, SegmentSize: 16 << 20, ForceSync: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	got := 0
+	if err := w.Replay(0, func(int64, []byte) error { got++; return nil }); err != nil || got != n {
+		t.Fatalf("replayed %d records, %v; want %d", got, err, n)
+	}
+}

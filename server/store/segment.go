@@ -233,7 +233,18 @@ func createSegment(fsys FS, dir string, h segmentHeader, size int64) (File, erro
 	if err != nil {
 		return nil, fmt.Errorf("store: create segment: %w", err)
 	}
-	return installSegment(fsys, dir, f, tmp, h, func() error { return f.Allocate(size) })
+	return installSegment(fsys, dir, f, tmp, h, func() error { return writeZeros(f, size) })
+}
+
+// writeZeros fills f with zeros up to size, at once (prepare.go paces the same work
+// in the background).
+func writeZeros(f File, size int64) error {
+	for off := int64(0); off < size; off += prepareChunk {
+		if _, err := f.WriteAt(zeroChunk[:min(prepareChunk, size-off)], off); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // installSegment makes f, open at the temporary path tmp, the segment with header h:

@@ -85,6 +85,7 @@ type WAL struct {
 	mark     int64  // offset in f up to which the data is synced; goes in each record's header
 	buf      []byte // encoded records not yet written to f
 	wpos     int64  // offset in f at which buf goes: off-len(buf) between calls
+	limit    int64  // the log rotates rather than append a record past this offset of f
 	appended bool   // Append has been called: Replay is no longer allowed
 	err      error  // sticky: the first I/O error of an Append or Sync
 	closed   bool
@@ -215,7 +216,7 @@ func (w *WAL) openTail(seg segment, torn *tornTail) error {
 	if err := f.Datasync(); err != nil {
 		return fmt.Errorf("store: fdatasync %s: %w", w.name, err)
 	}
-	w.off, w.mark, w.wpos = seg.end, seg.end, seg.end
+	w.off, w.mark, w.wpos, w.limit = seg.end, seg.end, seg.end, w.cfg.SegmentSize
 	return nil
 }
 
@@ -253,7 +254,7 @@ func (w *WAL) Append(zxid int64, payload []byte) error {
 		return fmt.Errorf("%w: %d bytes (max %d)", ErrTooLarge, len(payload), MaxPayload)
 	}
 	size := recordSize(len(payload))
-	if w.f == nil || (w.off > segmentHeaderSize && w.off+size > w.cfg.SegmentSize) {
+	if w.f == nil || (w.off > segmentHeaderSize && w.off+size > w.limit) {
 		if err := w.rotate(zxid); err != nil {
 			return w.fail(err)
 		}
@@ -366,8 +367,12 @@ func (w *WAL) rotate(base int64) error {
 		}
 		w.prep.next()
 	}
+	limit := w.cfg.SegmentSize
 	if f == nil {
-		if f, err = createSegment(w.fs, w.cfg.Dir, h, w.cfg.SegmentSize); err != nil {
+		// No prepared file: a short segment, its zeros written now, which the log
+		// leaves for a prepared one soon (see prepare.go for why not fallocate).
+		limit = min(limit, shortSegmentSize)
+		if f, err = createSegment(w.fs, w.cfg.Dir, h, limit); err != nil {
 			return err
 		}
 	}
@@ -377,7 +382,7 @@ func (w *WAL) rotate(base int64) error {
 	}
 	w.segs = append(w.segs, segment{path: filepath.Join(w.cfg.Dir, segmentName(base)), base: base, prev: prev})
 	w.mu.Unlock()
-	w.f, w.name = f, segmentName(base)
+	w.f, w.name, w.limit = f, segmentName(base), limit
 	w.off, w.mark, w.wpos = segmentHeaderSize, segmentHeaderSize, segmentHeaderSize
 	w.logger.Debug("log segment created", "file", w.name)
 	return nil
