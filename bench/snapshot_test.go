@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -79,12 +80,12 @@ type snapPlan struct {
 }
 
 func fullSnapPlan() snapPlan {
-	return snapPlan{name: "full run", znodes: 1_000_000, perMulti: 500, snapCount: 10_000, warmup: time.Second,
+	return snapPlan{name: "full run", znodes: 1_000_000, perMulti: 500, snapCount: 50_000, warmup: time.Second,
 		after: 10 * time.Second, maxWait: 5 * time.Minute}
 }
 
 func quickSnapPlan() snapPlan {
-	return snapPlan{name: "quick run", quick: true, znodes: 100_000, perMulti: 500, snapCount: 10_000,
+	return snapPlan{name: "quick run", quick: true, znodes: 100_000, perMulti: 500, snapCount: 20_000,
 		warmup: time.Second, after: 3 * time.Second, maxWait: 2 * time.Minute}
 }
 
@@ -104,11 +105,63 @@ type rssSample struct {
 	rss []int64
 }
 
-// cpuSample is the members', this process's and the machine's CPU time at one instant.
+// cpuSample is the members', this process's and the machine's CPU time, and the data
+// disk's counters, at one instant.
 type cpuSample struct {
 	at            time.Time
 	members       []time.Duration
 	self, machine time.Duration
+	disk          diskCounters
+}
+
+// diskCounters are the counters of /proc/diskstats for one device that say how busy it
+// was: sectors (512 B) written and milliseconds with I/O in flight.
+type diskCounters struct {
+	sectorsWritten, busyMs int64
+}
+
+// readDisk returns the counters of device name (as /proc/diskstats names it).
+func readDisk(name string) diskCounters {
+	b, err := os.ReadFile("/proc/diskstats")
+	if err != nil || name == "" {
+		return diskCounters{}
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 13 || f[2] != name {
+			continue
+		}
+		n := func(i int) int64 {
+			if i >= len(f) {
+				return 0
+			}
+			v, _ := strconv.ParseInt(f[i], 10, 64)
+			return v
+		}
+		// After major, minor and name: field 7 sectors written, 10 ms doing I/O
+		// (Documentation/admin-guide/iostats.rst).
+		return diskCounters{sectorsWritten: n(9), busyMs: n(12)}
+	}
+	return diskCounters{}
+}
+
+// diskStatsName returns the /proc/diskstats name of the device holding path, or "".
+func diskStatsName(path string) string {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return ""
+	}
+	maj, minor := strconv.FormatUint(uint64(st.Dev>>8&0xfff), 10), strconv.FormatUint(uint64(st.Dev&0xff|st.Dev>>12&0xfff00), 10)
+	b, err := os.ReadFile("/proc/diskstats")
+	if err != nil {
+		return ""
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == maj && f[1] == minor {
+			return f[2]
+		}
+	}
+	return ""
 }
 
 // snapshotSection is what BenchmarkSnapshotUnderLoad measured.
@@ -128,7 +181,8 @@ type snapshotSection struct {
 	rss                      []rssSample
 	cpu                      []cpuSample
 	snaps                    [][]snapEvent // by member: the snapshots written during the write load
-	snapBytes                []int64       // by member: the size of its first snapshot's file
+	snapBytes                []int64       // by member: the size of its latest snapshot file
+	disk                     string        // the data directories' device in /proc/diskstats
 	hwm                      []int64       // by member: VmHWM at the end
 }
 
@@ -137,7 +191,7 @@ func (sb *sideBySide) snapshotUnderLoad(sp snapPlan) *snapshotSection {
 	settings := slices.Concat(withSnapCount(sideBySideZooCfg, sp.snapCount), ensembleZooCfg)
 	c := sb.startPaddockEnsembleWith(filepath.Join(sb.dir, "paddock-snapshot"), settings)
 	defer c.kill()
-	s := &snapshotSection{p: sp, members: c.members, leader: c.leader}
+	s := &snapshotSection{p: sp, members: c.members, leader: c.leader, disk: diskStatsName(c.dir)}
 	sb.logf("snapshot: ensemble serving, member %d leads; snapCount=%d", c.members[c.leader].id, sp.snapCount)
 
 	root := sb.loadForSnapshot(c, s)
@@ -155,9 +209,9 @@ func (sb *sideBySide) snapshotUnderLoad(sp snapPlan) *snapshotSection {
 	if c.members[c.leader].pid != s.members[s.leader].pid {
 		sb.b.Fatalf("snapshot: the leader changed during the write load")
 	}
-	for i, m := range c.members {
+	for _, m := range c.members {
 		s.hwm = append(s.hwm, procStatus(m.pid, "VmHWM"))
-		s.snapBytes = append(s.snapBytes, snapshotFileSize(m, s.snaps[i]))
+		s.snapBytes = append(s.snapBytes, snapshotFileSize(m))
 	}
 	return s
 }
@@ -345,7 +399,7 @@ func (sb *sideBySide) writeThroughSnapshot(c *contestant, s *snapshotSection, ro
 		s.measureEnd.Sub(s.measureStart).Round(100*time.Millisecond), s.snaps)
 }
 
-// sample records every member's VmRSS every 10 ms, and the CPU times every 100 ms,
+// sample records every member's VmRSS every 10 ms, and the CPU times every 50 ms,
 // until done is closed.
 func (s *snapshotSection) sample(done <-chan struct{}) {
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -353,8 +407,8 @@ func (s *snapshotSection) sample(done <-chan struct{}) {
 	for n := 0; ; n++ {
 		now := time.Now()
 		s.rss = append(s.rss, rssSample{at: now, rss: membersRSS(s.members)})
-		if n%10 == 0 {
-			cs := cpuSample{at: now, self: selfCPU(), machine: machineCPU()}
+		if n%5 == 0 {
+			cs := cpuSample{at: now, self: selfCPU(), machine: machineCPU(), disk: readDisk(s.disk)}
 			for _, m := range s.members {
 				cs.members = append(cs.members, processCPU(m.pid))
 			}
@@ -421,14 +475,15 @@ func (e snapEvent) String() string {
 	return fmt.Sprintf("index %d took %v", e.index, e.took)
 }
 
-// snapshotFileSize returns the size of the snapshot file of the member's first snapshot
-// event (data/raft/snap/snapshot.<Raft index, 16 hex digits>), or 0 if it is gone.
-func snapshotFileSize(m member, events []snapEvent) int64 {
-	if len(events) == 0 {
+// snapshotFileSize returns the size of the member's latest snapshot file
+// (data/raft/snap/snapshot.<Raft index, 16 hex digits>), or 0 if it has none.
+func snapshotFileSize(m member) int64 {
+	files, _ := filepath.Glob(filepath.Join(filepath.Dir(m.logPath), "data", "raft", "snap", "snapshot.????????????????"))
+	if len(files) == 0 {
 		return 0
 	}
-	path := filepath.Join(filepath.Dir(m.logPath), "data", "raft", "snap", fmt.Sprintf("snapshot.%016x", events[0].index))
-	if fi, err := os.Stat(path); err == nil {
+	slices.Sort(files)
+	if fi, err := os.Stat(files[len(files)-1]); err == nil {
 		return fi.Size()
 	}
 	return 0
@@ -532,10 +587,14 @@ func (s *snapshotSection) peakRSS(i int) int64 {
 	return peak
 }
 
-// cpuUse is the cores kept busy on average: by each member, this process, the machine.
+// cpuUse is the cores kept busy on average: by each member, this process, the machine;
+// and the disk's use.
 type cpuUse struct {
 	members       []float64
 	self, machine float64
+	// writeMBps is the disk's write rate (MB/s), busy the share of the time it had I/O
+	// in flight.
+	writeMBps, busy float64
 }
 
 // cpuIn returns the CPU use within iv, from the first and last CPU samples inside it;
@@ -557,8 +616,11 @@ func (s *snapshotSection) cpuIn(iv interval) (u cpuUse, secs float64, ok bool) {
 	for i := range s.members {
 		u.members = append(u.members, (b.members[i]-a.members[i]).Seconds()/secs)
 	}
-	return cpuUse{members: u.members, self: (b.self - a.self).Seconds() / secs,
-		machine: (b.machine - a.machine).Seconds() / secs}, secs, true
+	u.self, u.machine = (b.self-a.self).Seconds()/secs, (b.machine-a.machine).Seconds()/secs
+	d := diskCounters{b.disk.sectorsWritten - a.disk.sectorsWritten, b.disk.busyMs - a.disk.busyMs}
+	u.writeMBps = float64(d.sectorsWritten) * 512 / 1e6 / secs
+	u.busy = float64(d.busyMs) / 1e3 / secs
+	return u, secs, true
 }
 
 // cpuOver returns the CPU use over ivs, each weighted by the time it covers.
@@ -575,6 +637,8 @@ func (s *snapshotSection) cpuOver(ivs []interval) cpuUse {
 		}
 		sum.self += u.self * w
 		sum.machine += u.machine * w
+		sum.writeMBps += u.writeMBps * w
+		sum.busy += u.busy * w
 		secs += w
 	}
 	if secs == 0 {
@@ -585,6 +649,8 @@ func (s *snapshotSection) cpuOver(ivs []interval) cpuUse {
 	}
 	sum.self /= secs
 	sum.machine /= secs
+	sum.writeMBps /= secs
+	sum.busy /= secs
 	return sum
 }
 
@@ -690,6 +756,14 @@ func (s *snapshotSection) report() string {
 	}
 	cpuRow("during the snapshots", dc)
 	cpuRow("outside them", oc)
+	fmt.Fprintf(&b, "\nThe data directories' disk (%s, /proc/diskstats):\n\n| | written | busy (I/O in flight) |\n"+
+		"|---|---:|---:|\n", s.disk)
+	for _, r := range []struct {
+		name string
+		u    cpuUse
+	}{{"during the snapshots", dc}, {"outside them", oc}} {
+		fmt.Fprintf(&b, "| %s | %.1f MB/s | %.0f %% |\n", r.name, r.u.writeMBps, 100*r.u.busy)
+	}
 
 	b.WriteString("\n" + s.reading(rssRatio, p99Ratio, lBefore, lPeak, dc, oc))
 	return b.String()
@@ -708,13 +782,16 @@ func (s *snapshotSection) reading(rssRatio, p99Ratio float64, before, peak int64
 		extra = append(extra, fmt.Sprintf("member %d %+.2f", s.members[i].id, dc.members[i]-oc.members[i]))
 	}
 	fmt.Fprintf(&b, "During the snapshots the members' CPU changed by %s cores against outside them, the load "+
-		"generator's by %+.2f, and the machine was %.2f of %d cores busy (%.2f outside): each member encodes and "+
-		"checksums its whole tree while it goes on serving, and here the three members' writers share the cores with "+
-		"the write path and the load generator. ", strings.Join(extra, ", "), dc.self-oc.self, dc.machine,
-		runtime.NumCPU(), oc.machine)
+		"generator's by %+.2f, and the machine was %.2f of %d cores busy (%.2f outside); the disk wrote %.0f MB/s "+
+		"(%.0f outside) and had I/O in flight %.0f %% of the time (%.0f %% outside). Each member encodes and checksums its "+
+		"whole tree while it goes on serving, and here the three members' writers share the cores with the write "+
+		"path and the load generator, and the disk with the three Raft logs' fdatasyncs, which every write waits for. ",
+		strings.Join(extra, ", "), dc.self-oc.self, dc.machine, runtime.NumCPU(), oc.machine, dc.writeMBps,
+		oc.writeMBps, 100*dc.busy, 100*oc.busy)
 	if p99Ratio > snapshotLatencyGoal {
-		b.WriteString("The latency goal is missed here: with every core busy, the snapshot writers' CPU delays the " +
-			"writes (a deployed member has cores of its own, where this machine runs three members' writers at once). ")
+		b.WriteString("The latency goal is missed here: the three snapshot writers compete with the writes for the " +
+			"cores and for the one disk (a deployed member has cores and a disk of its own, where this machine runs " +
+			"three members' writers at once). ")
 	}
 	if rssRatio > snapshotRSSGoal {
 		b.WriteString("The memory goal is missed here: see the peak against the RSS just before the snapshot for " +
