@@ -24,8 +24,8 @@ import (
 // short pass with 100,000 znodes). It starts a 3-member paddock ensemble of processes,
 // loads snapPlan.znodes znodes of 100 B, waits until the leader's RSS settles (the
 // tree's size), then runs a closed-loop setData load (16 sessions × 4 in flight) over
-// the loaded znodes until every member has written the snapshot that snap_count brings
-// and some seconds more. Meanwhile it samples every member's VmRSS every 10 ms and
+// the loaded znodes until every member has written snapPlan.snapshots of the snapshots
+// snap_count brings, and some seconds more. Meanwhile it samples every member's VmRSS every 10 ms and
 // keeps every request's completion time and latency; the members' "snapshot written"
 // log lines say when each snapshot ran. It prints its section and, unless quick,
 // writes it into results.md in place (BenchmarkSideBySide keeps it when it rewrites
@@ -44,6 +44,11 @@ func BenchmarkSnapshotUnderLoad(b *testing.B) {
 	s.elapsed = time.Since(start)
 	section := s.report()
 	fmt.Printf("\n%s\n", section)
+	samples := filepath.Join(os.TempDir(), "paddock-bench-snapshot-rss.csv")
+	if err := os.WriteFile(samples, []byte(s.samplesCSV()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	fmt.Println("the RSS samples are in", samples)
 	if sp.quick {
 		out := filepath.Join(os.TempDir(), "paddock-bench-snapshot-quick.md")
 		if err := os.WriteFile(out, []byte(section), 0o644); err != nil {
@@ -74,18 +79,19 @@ type snapPlan struct {
 	// reach it in seconds.
 	perMulti  int64
 	snapCount int           // the members' snapCount
+	snapshots int           // snapshots each member writes under the write load
 	warmup    time.Duration // unmeasured writes before the measurement
 	after     time.Duration // writes measured after the last member's snapshot
 	maxWait   time.Duration // for the snapshots, from the measurement's start
 }
 
 func fullSnapPlan() snapPlan {
-	return snapPlan{name: "full run", znodes: 1_000_000, perMulti: 500, snapCount: 50_000, warmup: time.Second,
+	return snapPlan{name: "full run", znodes: 1_000_000, perMulti: 500, snapCount: 50_000, snapshots: 3, warmup: time.Second,
 		after: 10 * time.Second, maxWait: 5 * time.Minute}
 }
 
 func quickSnapPlan() snapPlan {
-	return snapPlan{name: "quick run", quick: true, znodes: 100_000, perMulti: 500, snapCount: 20_000,
+	return snapPlan{name: "quick run", quick: true, znodes: 100_000, perMulti: 500, snapCount: 20_000, snapshots: 2,
 		warmup: time.Second, after: 3 * time.Second, maxWait: 2 * time.Minute}
 }
 
@@ -360,9 +366,9 @@ func (sb *sideBySide) writeThroughSnapshot(c *contestant, s *snapshotSection, ro
 			case <-done:
 				return
 			case now := <-tick.C:
-				if allAt.IsZero() && !slices.ContainsFunc(s.snapshotEvents(time.Time{}), func(e []snapEvent) bool { return len(e) == 0 }) {
+				if allAt.IsZero() && !slices.ContainsFunc(s.snapshotEvents(time.Time{}), func(e []snapEvent) bool { return len(e) < sp.snapshots }) {
 					allAt = now
-					sb.logf("snapshot: every member has written its snapshot; %v more of writes", sp.after)
+					sb.logf("snapshot: every member has written %d snapshots; %v more of writes", sp.snapshots, sp.after)
 				}
 				if !allAt.IsZero() && now.Sub(allAt) >= sp.after {
 					stop.Store(true)
@@ -383,8 +389,8 @@ func (sb *sideBySide) writeThroughSnapshot(c *contestant, s *snapshotSection, ro
 	close(done)
 	wg.Wait()
 	if timedOut.Load() {
-		sb.b.Fatalf("snapshot: not every member wrote a snapshot within %v of writes (snapCount=%d): %v",
-			sp.maxWait, sp.snapCount, s.snapshotEvents(time.Time{}))
+		sb.b.Fatalf("snapshot: not every member wrote %d snapshots within %v of writes (snapCount=%d): %v",
+			sp.snapshots, sp.maxWait, sp.snapCount, s.snapshotEvents(time.Time{}))
 	}
 	s.errors = pr.errors + int64(len(pr.failures))
 	if err := pr.err(); err != nil {
@@ -489,6 +495,31 @@ func snapshotFileSize(m member) int64 {
 	return 0
 }
 
+// samplesCSV renders the RSS samples, one line each: seconds into the measurement, each
+// member's VmRSS in MiB, and how many members were writing a snapshot.
+func (s *snapshotSection) samplesCSV() string {
+	var b strings.Builder
+	b.WriteString("seconds")
+	for _, m := range s.members {
+		fmt.Fprintf(&b, ",member %d MiB", m.id)
+	}
+	b.WriteString(",members snapshotting\n")
+	for _, r := range s.rss {
+		fmt.Fprintf(&b, "%.3f", r.at.Sub(s.measureStart).Seconds())
+		for _, v := range r.rss {
+			fmt.Fprintf(&b, ",%.1f", float64(v)/(1<<20))
+		}
+		n := 0
+		for _, ev := range s.snaps {
+			if slices.ContainsFunc(ev, func(e snapEvent) bool { return (interval{e.start, e.end}).has(r.at) }) {
+				n++
+			}
+		}
+		fmt.Fprintf(&b, ",%d\n", n)
+	}
+	return b.String()
+}
+
 // interval is a span of wall-clock time.
 type interval struct{ start, end time.Time }
 
@@ -562,7 +593,7 @@ func (s *snapshotSection) latencies(ivs []interval) (during, outside *Histogram)
 }
 
 // memberRSS returns member i's last RSS sample before its first snapshot and its peak
-// within its snapshots.
+// within any of its snapshots.
 func (s *snapshotSection) memberRSS(i int) (before, peak int64) {
 	ev := s.snaps[i]
 	for _, r := range s.rss {
@@ -576,6 +607,38 @@ func (s *snapshotSection) memberRSS(i int) (before, peak int64) {
 		}
 	}
 	return before, peak
+}
+
+// rounds returns the spans of the snapshots the members wrote together: the k-th of each
+// member's, merged, for every k all members reached.
+func (s *snapshotSection) rounds() []interval {
+	n := len(s.snaps[0])
+	for _, ev := range s.snaps {
+		n = min(n, len(ev))
+	}
+	out := make([]interval, n)
+	for k := range out {
+		for i, ev := range s.snaps {
+			if i == 0 || ev[k].start.Before(out[k].start) {
+				out[k].start = ev[k].start
+			}
+			if ev[k].end.After(out[k].end) {
+				out[k].end = ev[k].end
+			}
+		}
+	}
+	return out
+}
+
+// peakIn returns member i's highest RSS sample within iv.
+func (s *snapshotSection) peakIn(i int, iv interval) int64 {
+	var peak int64
+	for _, r := range s.rss {
+		if iv.has(r.at) {
+			peak = max(peak, r.rss[i])
+		}
+	}
+	return peak
 }
 
 // peakRSS returns member i's highest RSS sample of the write load.
@@ -709,17 +772,18 @@ func (s *snapshotSection) report() string {
 		measured.Round(100*time.Millisecond), thousands(int64(len(s.writes))), s.errors)
 	fmt.Fprintf(&b, "- The snapshots: each member's `snapshot written` log line (its time, `index`, and `took`, from the "+
 		"view taken to the file committed) gives its span; VmRSS of every member sampled every 10 ms (%d samples). "+
-		"The members snapshot at the same Raft index, so together: \"during\" is any time some member was writing "+
-		"one (%v in all; the first span began %v into the measurement), \"outside\" the rest of the measurement.\n\n",
-		len(s.rss), total(in).Round(time.Millisecond), first.start.Sub(s.measureStart).Round(100*time.Millisecond))
+		"The members snapshot at the same Raft index, so together; each wrote %d snapshots. \"During\" is any time "+
+		"some member was writing one (%v in all; the first span began %v into the measurement), \"outside\" the "+
+		"rest of the measurement.\n\n", len(s.rss), p.snapshots, total(in).Round(time.Millisecond),
+		first.start.Sub(s.measureStart).Round(100*time.Millisecond))
 
 	b.WriteString("| | measured | goal | |\n|---|---:|---|---|\n")
-	fmt.Fprintf(&b, "| leader's peak RSS during its snapshot / tree size | %s / %s = %.2f× | ≤ %.1f× | %s |\n",
+	fmt.Fprintf(&b, "| leader's peak RSS during its snapshots / tree size | %s / %s = %.2f× | ≤ %.1f× | %s |\n",
 		mib(lPeak), mib(s.treeRSS[li]), rssRatio, snapshotRSSGoal, mark(rssRatio <= snapshotRSSGoal))
 	fmt.Fprintf(&b, "| write p99 during the snapshots / outside them | %s / %s = %.2f× | ≤ %.0f× | %s |\n\n",
 		ms(ds.P99), ms(outs.P99), p99Ratio, snapshotLatencyGoal, mark(p99Ratio <= snapshotLatencyGoal))
 
-	b.WriteString("| member | snapshots (Raft index, took) | file | tree size | RSS just before | peak during | " +
+	b.WriteString("| member | snapshots (Raft index, took) | file | tree size | RSS just before the first | peak during them | " +
 		"peak / tree | peak of the write load | VmHWM (since its start) |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, i := range s.order() {
 		var evs []string
@@ -734,6 +798,17 @@ func (s *snapshotSection) report() string {
 		fmt.Fprintf(&b, "| %d (%s) | %s | %s | %s | %s | %s | %.2f× | %s | %s |\n", s.members[i].id, role,
 			strings.Join(evs, "; "), mib(s.snapBytes[i]), mib(s.treeRSS[i]), mib(before), mib(peak),
 			float64(peak)/float64(s.treeRSS[i]), mib(s.peakRSS(i)), mib(s.hwm[i]))
+	}
+
+	b.WriteString("\nEach round of snapshots (the members' k-th, together), against the writes outside every snapshot:\n\n" +
+		"| round | began into the measurement | lasted | writes completed | write p99 | p99 / outside | " +
+		"leader's peak RSS / tree size |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	for k, iv := range s.rounds() {
+		h, _ := s.latencies([]interval{iv})
+		sm := h.Summary()
+		fmt.Fprintf(&b, "| %d | %v | %v | %s | %s | %.2f× | %.2f× |\n", k+1, iv.start.Sub(s.measureStart).Round(100*time.Millisecond),
+			iv.dur().Round(time.Millisecond), thousands(sm.Count), ms(sm.P99), float64(sm.P99)/float64(outs.P99),
+			float64(s.peakIn(li, iv))/float64(s.treeRSS[li]))
 	}
 
 	b.WriteString("\n| writes | completed | ops/s | p50 | p99 | p99.9 | max |\n|---|---:|---:|---:|---:|---:|---:|\n")
