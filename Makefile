@@ -81,7 +81,8 @@ bench-ensemble: deps
 ## bench-snapshot: a 3-member paddock ensemble loaded with 1,000,000 znodes snapshots under a
 ## setData load: the leader's peak RSS during it against the tree's size (goal <= 1.3x) and
 ## the write p99 during the snapshots against outside them (goal <= 2x); writes its section
-## of bench/results.md (about 4 minutes; QUICK=1: 100,000 znodes, a minute, report in $TMPDIR).
+## of bench/results.md (about a minute and a half; QUICK=1: 100,000 znodes, half a minute,
+## the section in $TMPDIR).
 bench-snapshot:
 	PADDOCK_BENCH_QUICK=$(QUICK) $(GO) test -run '^$$' -bench '^BenchmarkSnapshotUnderLoad$$' -benchtime 1x -timeout 30m ./bench/
 

@@ -189,7 +189,10 @@ type snapshotSection struct {
 	snaps                    [][]snapEvent // by member: the snapshots written during the write load
 	snapBytes                []int64       // by member: the size of its latest snapshot file
 	disk                     string        // the data directories' device in /proc/diskstats
-	hwm                      []int64       // by member: VmHWM at the end
+	// loadBefore and loadAfter are the 1-minute load averages when the benchmark
+	// started and ended: other work on the machine shows in every figure.
+	loadBefore, loadAfter string
+	hwm                   []int64 // by member: VmHWM at the end
 }
 
 // snapshotUnderLoad runs the benchmark of plan sp.
@@ -197,7 +200,7 @@ func (sb *sideBySide) snapshotUnderLoad(sp snapPlan) *snapshotSection {
 	settings := slices.Concat(withSnapCount(sideBySideZooCfg, sp.snapCount), ensembleZooCfg)
 	c := sb.startPaddockEnsembleWith(filepath.Join(sb.dir, "paddock-snapshot"), settings)
 	defer c.kill()
-	s := &snapshotSection{p: sp, members: c.members, leader: c.leader, disk: diskStatsName(c.dir)}
+	s := &snapshotSection{p: sp, members: c.members, leader: c.leader, disk: diskStatsName(c.dir), loadBefore: loadAverage()}
 	sb.logf("snapshot: ensemble serving, member %d leads; snapCount=%d", c.members[c.leader].id, sp.snapCount)
 
 	root := sb.loadForSnapshot(c, s)
@@ -219,6 +222,7 @@ func (sb *sideBySide) snapshotUnderLoad(sp snapPlan) *snapshotSection {
 		s.hwm = append(s.hwm, procStatus(m.pid, "VmHWM"))
 		s.snapBytes = append(s.snapBytes, snapshotFileSize(m))
 	}
+	s.loadAfter = loadAverage()
 	return s
 }
 
@@ -630,6 +634,29 @@ func (s *snapshotSection) rounds() []interval {
 	return out
 }
 
+// rssBefore returns member i's last RSS sample before t.
+func (s *snapshotSection) rssBefore(i int, t time.Time) int64 {
+	var v int64
+	for _, r := range s.rss {
+		if !r.at.Before(t) {
+			break
+		}
+		v = r.rss[i]
+	}
+	return v
+}
+
+// lowestAfter returns member i's lowest RSS sample after t, or 0 if none.
+func (s *snapshotSection) lowestAfter(i int, t time.Time) int64 {
+	var low int64
+	for _, r := range s.rss {
+		if r.at.After(t) && (low == 0 || r.rss[i] < low) {
+			low = r.rss[i]
+		}
+	}
+	return low
+}
+
 // peakIn returns member i's highest RSS sample within iv.
 func (s *snapshotSection) peakIn(i int, iv interval) int64 {
 	var peak int64
@@ -751,8 +778,10 @@ func (s *snapshotSection) report() string {
 	fmt.Fprintf(&b, "%s\n\n", snapshotHeading)
 	fmt.Fprintf(&b, "Written by `make bench-snapshot` (bench/snapshot_test.go, BenchmarkSnapshotUnderLoad) on %s, %s, "+
 		"in %s; `make bench` runs it after the comparison, and the comparison keeps this section when it rewrites the "+
-		"file. The machine is the one above (%d cores), shared by the three members and the load generator.\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 MST"), p.name, s.elapsed.Round(time.Second), runtime.NumCPU())
+		"file. The machine is the one above (%d cores), shared by the three members and the load generator; the "+
+		"1-minute load average was %s when it started and %s when it ended.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), p.name, s.elapsed.Round(time.Second), runtime.NumCPU(),
+		s.loadBefore, s.loadAfter)
 	fmt.Fprintf(&b, "- A 3-member paddock ensemble of processes (as in the ensemble section: `paddock server --zoo-cfg`, "+
 		"fsync on, the same zoo.cfg) but with `snapCount=%d`: each member takes its tree's copy-on-write snapshot "+
 		"every %s applied Raft entries and writes it to a snapshot file on a goroutine of its own.\n",
@@ -802,13 +831,16 @@ func (s *snapshotSection) report() string {
 
 	b.WriteString("\nEach round of snapshots (the members' k-th, together), against the writes outside every snapshot:\n\n" +
 		"| round | began into the measurement | lasted | writes completed | write p99 | p99 / outside | " +
-		"leader's peak RSS / tree size |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		"leader's RSS just before | its peak during | peak / just before | peak / tree size |\n" +
+		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for k, iv := range s.rounds() {
 		h, _ := s.latencies([]interval{iv})
 		sm := h.Summary()
-		fmt.Fprintf(&b, "| %d | %v | %v | %s | %s | %.2f× | %.2f× |\n", k+1, iv.start.Sub(s.measureStart).Round(100*time.Millisecond),
-			iv.dur().Round(time.Millisecond), thousands(sm.Count), ms(sm.P99), float64(sm.P99)/float64(outs.P99),
-			float64(s.peakIn(li, iv))/float64(s.treeRSS[li]))
+		before, peak := s.rssBefore(li, iv.start), s.peakIn(li, iv)
+		fmt.Fprintf(&b, "| %d | %v | %v | %s | %s | %.2f× | %s | %s | %.2f× | %.2f× |\n", k+1,
+			iv.start.Sub(s.measureStart).Round(100*time.Millisecond), iv.dur().Round(time.Millisecond),
+			thousands(sm.Count), ms(sm.P99), float64(sm.P99)/float64(outs.P99), mib(before), mib(peak),
+			float64(peak)/float64(before), float64(peak)/float64(s.treeRSS[li]))
 	}
 
 	b.WriteString("\n| writes | completed | ops/s | p50 | p99 | p99.9 | max |\n|---|---:|---:|---:|---:|---:|---:|\n")
@@ -848,10 +880,14 @@ func (s *snapshotSection) report() string {
 func (s *snapshotSection) reading(rssRatio, p99Ratio float64, before, peak int64, dc, oc cpuUse) string {
 	li := s.leader
 	var b strings.Builder
+	first := s.rounds()[0]
 	fmt.Fprintf(&b, "Reading it: the leader's RSS went from %s at rest to %s under the write load just before its "+
-		"snapshot and peaked at %s during it. A snapshot holds on to the nodes the writes replace while it is being "+
-		"written, and the collector's headroom over the live heap (paddock tunes GOGC to about 15 %% at this size) "+
-		"is part of every figure. ", mib(s.treeRSS[li]), mib(before), mib(peak))
+		"first snapshot and peaked at %s during its snapshots. A snapshot holds on to the nodes the writes replace "+
+		"while it is being written, and the collector's headroom over the live heap (paddock tunes GOGC to about "+
+		"15 %% at this size) is part of every figure. The tree size at rest also holds the member's Raft log since "+
+		"its start, the loading included, which the first snapshot lets it compact: after it the leader's RSS fell "+
+		"as low as %s, so later rounds compare well against the tree size; the column \"peak / just before\" is "+
+		"what each snapshot itself added. ", mib(s.treeRSS[li]), mib(before), mib(peak), mib(s.lowestAfter(li, first.end)))
 	var extra []string
 	for _, i := range s.order() {
 		extra = append(extra, fmt.Sprintf("member %d %+.2f", s.members[i].id, dc.members[i]-oc.members[i]))
