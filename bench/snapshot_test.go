@@ -1060,3 +1060,65 @@ func TestMultiCreateGen(t *testing.T) {
 		t.Fatalf("multi 2 of 3 per multi, 7 in all: %+v, %v", req.Ops, err)
 	}
 }
+
+// TestSnapshotBenchPhases runs the benchmark's loading and write phases against an
+// in-process server: the multis create exactly the znodes asked for, and a phase with
+// stop and timeline ends when stop is set and keeps one sample per measured write.
+func TestSnapshotBenchPhases(t *testing.T) {
+	addr, _ := startPaddock(t)
+	cfg := testConfig(addr, WorkloadSet)
+	workers, err := connectWorkers(t.Context(), &cfg, 4, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeWorkers(workers)
+	root := newRunRoot(&cfg)
+	if err := createRoot(workers[0].s, cfg.Root, root); err != nil {
+		t.Fatal(err)
+	}
+	const n, per = 1234, 100
+	value := cfg.value()
+	var next atomic.Int64
+	pr := runPhase(&cfg, workers, &phase{name: "load", next: &next, end: (n + per - 1) / per, window: 4,
+		gen: &multiCreateGen{prefix: []byte(root + "/"), value: value, per: per, total: n}})
+	if err := pr.err(); err != nil || pr.ok != (n+per-1)/per {
+		t.Fatalf("load: %d multis, %v", pr.ok, err)
+	}
+	for _, c := range []struct {
+		path string
+		want wire.Code
+	}{{root + "/0", wire.OK}, {root + "/1233", wire.OK}, {root + "/1234", wire.ErrNoNode}} {
+		code, err := call(workers[0].s, wire.OpExists, func(e *wire.Encoder) { e.String(c.path); e.Bool(false) })
+		if err != nil || code != c.want {
+			t.Errorf("exists %s: %v %v, want %v", c.path, code, err, c.want)
+		}
+	}
+
+	var stop atomic.Bool
+	time.AfterFunc(300*time.Millisecond, func() { stop.Store(true) })
+	g := &readGen{prefix: []byte(root + "/"), nodes: n, op: wire.OpSetData, value: value, valueSize: int32(len(value))}
+	start := nanotime()
+	pr = runPhase(&cfg, workers, &phase{name: "measure", gen: g, next: &next, end: 1 << 62, window: 4,
+		record: true, timeline: true, stop: &stop})
+	if err := pr.err(); err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Duration(nanotime() - start); el < 300*time.Millisecond || el > 10*time.Second {
+		t.Errorf("the phase took %v, want it to end soon after stop was set at 300ms", el)
+	}
+	var samples int64
+	for _, w := range workers {
+		samples += int64(len(w.samples))
+		if int64(len(w.samples)) != w.hist.count {
+			t.Errorf("a worker kept %d samples and recorded %d", len(w.samples), w.hist.count)
+		}
+		for i, sm := range w.samples {
+			if sm.latency <= 0 || sm.at < start || i > 0 && sm.at < w.samples[i-1].at {
+				t.Fatalf("sample %d %+v: want a positive latency, completions in order after the start", i, sm)
+			}
+		}
+	}
+	if samples != pr.ok || samples == 0 {
+		t.Errorf("%d samples for %d writes", samples, pr.ok)
+	}
+}
