@@ -747,7 +747,7 @@ func (s *snapshotSection) cpuOver(ivs []interval) cpuUse {
 func mibList(vs []int64) string {
 	parts := make([]string, len(vs))
 	for i, v := range vs {
-		parts[i] = fmt.Sprintf("%d MiB", v>>20)
+		parts[i] = mib(v)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -796,8 +796,8 @@ func (s *snapshotSection) report() string {
 		mibList(s.ordered(s.treeRSS)), s.members[li].id)
 	fmt.Fprintf(&b, "- Write load: setData of 100 B, round-robin over the loaded znodes (every write a different znode, "+
 		"so each one during a snapshot copies a node the snapshot still holds), %d sessions × %d in flight spread over "+
-		"the members, closed loop; %v unmeasured, then measured until every member had written its snapshot and %v "+
-		"more (%v in all, %s writes, %d errors).\n", benchSessions, benchOutstanding, p.warmup, p.after,
+		"the members, closed loop; %v unmeasured, then measured until every member had written %d snapshots and %v "+
+		"more (%v in all, %s writes, %d errors).\n", benchSessions, benchOutstanding, p.warmup, p.snapshots, p.after,
 		measured.Round(100*time.Millisecond), thousands(int64(len(s.writes))), s.errors)
 	fmt.Fprintf(&b, "- The snapshots: each member's `snapshot written` log line (its time, `index`, and `took`, from the "+
 		"view taken to the file committed) gives its span; VmRSS of every member sampled every 10 ms (%d samples). "+
