@@ -181,6 +181,13 @@ func (sb *sideBySide) startZooKeeperEnsemble(dir string) *contestant {
 // `paddock server --zoo-cfg` with the same zoo.cfg settings as ZooKeeper's members and its
 // dataDir/myid, and waits for a leader.
 func (sb *sideBySide) startPaddockEnsemble(dir string) *contestant {
+	return sb.startPaddockEnsembleWith(dir, slices.Concat(sideBySideZooCfg, ensembleZooCfg))
+}
+
+// startPaddockEnsembleWith is startPaddockEnsemble with settings as the zoo.cfg lines
+// besides tickTime, dataDir, the client port and address, the 4lw whitelist and the
+// server.N lines.
+func (sb *sideBySide) startPaddockEnsembleWith(dir string, settings []string) *contestant {
 	servers, err := testutil.FreeZooServers(ensembleSize)
 	if err != nil {
 		sb.b.Fatal(err)
@@ -204,7 +211,7 @@ func (sb *sideBySide) startPaddockEnsemble(dir string) *contestant {
 		}
 		lines := slices.Concat([]string{"tickTime=2000", "dataDir=" + data, "clientPort=" + strconv.Itoa(s.ClientPort),
 			"clientPortAddress=127.0.0.1", "4lw.commands.whitelist=*"},
-			sideBySideZooCfg, ensembleZooCfg, testutil.ZooServerLines(servers))
+			settings, testutil.ZooServerLines(servers))
 		cfg := filepath.Join(mdir, "zoo.cfg")
 		if err := os.WriteFile(cfg, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 			sb.b.Fatal(err)

@@ -224,7 +224,14 @@ type worker struct {
 	nerr    atomic.Int64     // failed requests in the current phase
 	errs    map[string]int64 // failed requests in the current phase, by error
 	failure error            // why the session ended, if it did
+	// samples are the measured requests of a phase with timeline set, in the order
+	// their replies came.
+	samples []latencySample
 }
+
+// latencySample is one measured request: when its reply was read and how long it took,
+// in nanotime nanoseconds.
+type latencySample struct{ at, latency int64 }
 
 // phase is one pass of a generator over a range of op indices on every live worker.
 type phase struct {
@@ -235,6 +242,10 @@ type phase struct {
 	until  int64         // nanotime after which no op is issued; 0: no limit
 	window int
 	record bool
+	// stop, if not nil, ends the phase once set, like until.
+	stop *atomic.Bool
+	// timeline keeps each recorded request in worker.samples besides the histogram.
+	timeline bool
 }
 
 // run issues ops of p until the range or the time is used up, and returns when every
@@ -244,7 +255,7 @@ func (w *worker) run(p *phase) {
 	stopping := false
 	for {
 		if !stopping && s.inFlight() < p.window {
-			if p.until != 0 && nanotime() >= p.until {
+			if p.until != 0 && nanotime() >= p.until || p.stop != nil && p.stop.Load() {
 				stopping = true
 			}
 			for !stopping && s.inFlight() < p.window {
@@ -295,6 +306,9 @@ func (w *worker) handle(p *phase, r reply) {
 	default:
 		if p.record {
 			w.hist.Record(r.at - r.req.start)
+			if p.timeline {
+				w.samples = append(w.samples, latencySample{at: r.at, latency: r.at - r.req.start})
+			}
 		}
 		w.done.Add(1)
 	}

@@ -51,7 +51,14 @@ func BenchmarkSideBySide(b *testing.B) {
 	if p.quick { // a quick pass must not pass for the real thing
 		out = filepath.Join(os.TempDir(), "paddock-bench-quick.md")
 	}
-	if err := os.WriteFile(out, []byte(sb.report(table)), 0o644); err != nil {
+	report := sb.report(table)
+	if old, err := os.ReadFile("results.md"); err == nil && !p.quick {
+		// The snapshot section is BenchmarkSnapshotUnderLoad's: kept as it was.
+		if sec := sectionOf(string(old), snapshotHeading); sec != "" {
+			report = spliceSection(report, snapshotHeading, sec)
+		}
+	}
+	if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	fmt.Println("the report is in", out)
