@@ -152,4 +152,25 @@ func TestShortSegmentWithoutPreparedFile(t *testing.T) {
 	if err := w.Replay(0, func(int64, []byte) error { got++; return nil }); err != nil || got != n {
 		t.Fatalf("replayed %d records, %v; want %d", got, err, n)
 	}
+	// Reopened, the log leaves its short last segment when it is full rather than grow it.
+	for zxid := int64(n + 1); zxid <= 2*n; zxid++ {
+		if err := w.Append(zxid, payload); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if segs, _, err = listSegments(OS, dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, seg := range segs {
+		fi, err := os.Stat(seg.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() > shortSegmentSize {
+			t.Errorf("segment %s: %d bytes, want at most %d", seg.path, fi.Size(), shortSegmentSize)
+		}
+	}
 }

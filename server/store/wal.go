@@ -216,7 +216,13 @@ func (w *WAL) openTail(seg segment, torn *tornTail) error {
 	if err := f.Datasync(); err != nil {
 		return fmt.Errorf("store: fdatasync %s: %w", w.name, err)
 	}
-	w.off, w.mark, w.wpos, w.limit = seg.end, seg.end, seg.end, w.cfg.SegmentSize
+	// A short segment (written when no prepared file was ready) is left when full,
+	// not grown: appends past a file's end would make every fdatasync commit its size.
+	size, err := f.Size()
+	if err != nil {
+		return fmt.Errorf("store: size of %s: %w", w.name, err)
+	}
+	w.off, w.mark, w.wpos, w.limit = seg.end, seg.end, seg.end, min(w.cfg.SegmentSize, max(size, seg.end))
 	return nil
 }
 
