@@ -80,16 +80,21 @@ func (c *rawClient) run(b *testing.B, n, depth int, op wire.Op, req func(i int) 
 }
 
 func benchPipelined(b *testing.B, fsync bool, op wire.Op, setup func(c *rawClient, s int), req func(s, i int) wire.Record) {
-	const sessions = 16
 	cfg := testutil.PaddockConfig(b)
 	cfg.ForceSync = fsync
 	cfg.MaxClientCnxns = 0
 	cfg.PreAllocSize = 64 << 20
 	cfg.SnapCount = 1_000_000
-	addr := testutil.StartServer(b, cfg).Addr().String()
+	runSessions(b, []string{testutil.StartServer(b, cfg).Addr().String()}, op, setup, req)
+}
+
+// runSessions runs op from 16 sessions spread over addrs, 4 requests in flight each,
+// b.N in all, after setup has run on each session.
+func runSessions(b *testing.B, addrs []string, op wire.Op, setup func(c *rawClient, s int), req func(s, i int) wire.Record) {
+	const sessions = 16
 	clients := make([]*rawClient, sessions)
 	for s := range clients {
-		clients[s] = dialRaw(b, addr)
+		clients[s] = dialRaw(b, addrs[s%len(addrs)])
 		if setup != nil {
 			setup(clients[s], s)
 		}

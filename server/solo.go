@@ -294,25 +294,8 @@ func (sl *solo) snapshotLocked() bool {
 func (sl *solo) writeSnapshot(snap *datatree.Snapshot) error {
 	s := sl.s
 	start := time.Now()
-	w, err := store.CreateSnapshot(s.snapDir(), snap.Zxid, s.fs)
+	records, err := store.WriteSnapshot(s.snapDir(), snap.Zxid, s.fs, s.stopping, errShuttingDown, snap.Records)
 	if err != nil {
-		return err
-	}
-	records := 0
-	err = snap.Records(func(p []byte) error {
-		records++
-		select {
-		case <-s.stopping:
-			return errShuttingDown
-		default:
-		}
-		return w.Append(p)
-	})
-	if err == nil {
-		err = w.Commit()
-	}
-	if err != nil {
-		w.Abort()
 		return err
 	}
 	s.logger.Info("snapshot written", "zxid", hexID(snap.Zxid), "records", records, "took", time.Since(start).Round(time.Millisecond))

@@ -214,25 +214,29 @@ func (c *cluster) leader(timeout time.Duration) uint64 {
 func (c *cluster) converged(want int) []record {
 	c.t.Helper()
 	var ref []record
-	eventually(c.t, 10*time.Second, func() error {
-		ref = nil
-		for id, m := range c.members {
-			if m.node == nil {
-				continue
-			}
-			got := m.snapshot()
-			if len(got) < want {
-				return fmt.Errorf("member %d applied %d records, want %d", id, len(got), want)
-			}
-			if ref == nil {
-				ref = got
-			} else if !slices.Equal(got, ref) {
-				return fmt.Errorf("member %d applied %v, another %v", id, got, ref)
-			}
-		}
-		return nil
+	eventually(c.t, 10*time.Second, func() (err error) {
+		ref, err = c.applied(c.running(), want)
+		return err
 	})
 	return ref
+}
+
+// applied returns what members applied if each applied at least want records and all
+// the same ones, else an error saying who differs.
+func (c *cluster) applied(members []uint64, want int) ([]record, error) {
+	var ref []record
+	for _, id := range members {
+		got := c.members[id].snapshot()
+		if len(got) < want {
+			return nil, fmt.Errorf("member %d applied %d records, want %d", id, len(got), want)
+		}
+		if ref == nil {
+			ref = got
+		} else if !slices.Equal(got, ref) {
+			return nil, fmt.Errorf("member %d applied %v, another %v", id, got, ref)
+		}
+	}
+	return ref, nil
 }
 
 func (c *cluster) propose(id uint64, data string) uint64 {

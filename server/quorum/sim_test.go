@@ -196,20 +196,9 @@ func (c *cluster) simConverged(want, maxTicks int, members ...uint64) []record {
 		members = c.running()
 	}
 	var ref []record
-	c.stepUntil(maxTicks, func() error {
-		ref = nil
-		for _, id := range members {
-			got := c.members[id].snapshot()
-			if len(got) < want {
-				return fmt.Errorf("member %d applied %d records, want %d", id, len(got), want)
-			}
-			if ref == nil {
-				ref = got
-			} else if !slices.Equal(got, ref) {
-				return fmt.Errorf("member %d applied %v, another %v", id, got, ref)
-			}
-		}
-		return nil
+	c.stepUntil(maxTicks, func() (err error) {
+		ref, err = c.applied(members, want)
+		return err
 	})
 	return ref
 }

@@ -61,26 +61,14 @@ func (s *WALStorage) WriteSnapshot(md *raftpb.SnapshotMetadata, view StateSnapsh
 	if err != nil {
 		return fmt.Errorf("quorum: encode snapshot metadata: %w", err)
 	}
-	w, err := store.CreateSnapshot(filepath.Join(s.cfg.Dir, snapSubdir), int64(md.GetIndex()), s.fs)
-	if err != nil {
-		return fmt.Errorf("quorum: %w", err)
-	}
-	err = w.Append(first)
-	if err == nil {
-		err = view.Records(func(p []byte) error {
-			select {
-			case <-stop:
-				return errSnapshotStopped
-			default:
+	_, err = store.WriteSnapshot(filepath.Join(s.cfg.Dir, snapSubdir), int64(md.GetIndex()), s.fs, stop, errSnapshotStopped,
+		func(fn func([]byte) error) error {
+			if err := fn(first); err != nil {
+				return err
 			}
-			return w.Append(p)
+			return view.Records(fn)
 		})
-	}
-	if err == nil {
-		err = w.Commit()
-	}
 	if err != nil {
-		w.Abort()
 		return fmt.Errorf("quorum: write snapshot at index %d: %w", md.GetIndex(), err)
 	}
 	return nil

@@ -535,3 +535,32 @@ func (r *snapshotReader) trailer(at int64, mark string, count uint64) error {
 	}
 	return nil
 }
+
+// WriteSnapshot writes the snapshot file for zxid in dir whole: every record records
+// yields, committed, or nothing (Abort) on any error. Between records it gives up with
+// stopped once stop is closed. It returns how many records it wrote.
+func WriteSnapshot(dir string, zxid int64, fsys FS, stop <-chan struct{}, stopped error,
+	records func(fn func(payload []byte) error) error) (int, error) {
+	w, err := CreateSnapshot(dir, zxid, fsys)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	err = records(func(p []byte) error {
+		select {
+		case <-stop:
+			return stopped
+		default:
+		}
+		n++
+		return w.Append(p)
+	})
+	if err == nil {
+		err = w.Commit()
+	}
+	if err != nil {
+		w.Abort()
+		return 0, err
+	}
+	return n, nil
+}
