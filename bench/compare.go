@@ -25,21 +25,18 @@ type Goal int
 
 // Goals of the comparison.
 const (
-	GoalNone            Goal = iota // informational
-	GoalTwiceAsHigh                 // paddock ≥ 2 × ZooKeeper (throughput)
-	GoalHalfOrLess                  // paddock ≤ ½ × ZooKeeper (latency, memory)
-	GoalLower                       // paddock < ZooKeeper
-	GoalUnder3s                     // paddock < 3 s, whatever ZooKeeper does
-	GoalZero                        // both 0 (errors)
-	GoalHalfAgainAsHigh             // paddock ≥ 1.5 × ZooKeeper (an ensemble's write throughput)
+	GoalNone        Goal = iota // informational
+	GoalTwiceAsHigh             // paddock ≥ 2 × ZooKeeper (throughput)
+	GoalHalfOrLess              // paddock ≤ ½ × ZooKeeper (latency, memory)
+	GoalLower                   // paddock < ZooKeeper
+	GoalUnder3s                 // paddock < 3 s, whatever ZooKeeper does
+	GoalZero                    // both 0 (errors)
 )
 
 func (g Goal) String() string {
 	switch g {
 	case GoalTwiceAsHigh:
 		return "≥ 2×"
-	case GoalHalfAgainAsHigh:
-		return "≥ 1.5×"
 	case GoalHalfOrLess:
 		return "≤ ½"
 	case GoalLower:
@@ -102,8 +99,6 @@ func (r Row) MetPaired() (met, ok bool) {
 	switch r.Goal {
 	case GoalTwiceAsHigh:
 		return q >= 2, true
-	case GoalHalfAgainAsHigh:
-		return q >= 1.5, true
 	case GoalHalfOrLess:
 		return q <= 0.5, true
 	case GoalLower:
@@ -117,8 +112,6 @@ func (r Row) Met() (met, ok bool) {
 	switch r.Goal {
 	case GoalTwiceAsHigh:
 		return r.Paddock >= 2*r.ZooKeeper && r.Paddock > 0, true
-	case GoalHalfAgainAsHigh:
-		return r.Paddock >= 1.5*r.ZooKeeper && r.Paddock > 0, true
 	case GoalHalfOrLess:
 		return r.Paddock <= r.ZooKeeper/2 && r.ZooKeeper > 0, true
 	case GoalLower:
@@ -142,8 +135,6 @@ func (r Row) Shortfall() string {
 	switch r.Goal {
 	case GoalTwiceAsHigh:
 		return fmt.Sprintf("%s: %.0f %% short of 2×", formatRatio(q), 100*(1-q/2))
-	case GoalHalfAgainAsHigh:
-		return fmt.Sprintf("%s: %.0f %% short of 1.5×", formatRatio(q), 100*(1-q/1.5))
 	case GoalHalfOrLess:
 		return fmt.Sprintf("%s: %.0f %% above half of ZooKeeper's", formatRatio(q), 100*(q/0.5-1))
 	case GoalLower:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/paddock/paddock/server/admin"
 	"github.com/paddock/paddock/server/txn"
 	"github.com/paddock/paddock/server/wire"
 )
@@ -25,6 +26,20 @@ type proposal struct {
 	// remote marks a txn another member proposed (an ensemble's, or one replayed from
 	// the log): its quota notes and audit lines are the proposer's to write.
 	remote bool
+	// proposed is when the txn was handed to the log (for the write stage metrics).
+	proposed time.Time
+}
+
+// proposing notes that batch is being handed to the log now: the queue stage of each
+// client write ends here, and its commit stage begins.
+func (s *Server) proposing(batch []*proposal) {
+	now := time.Now()
+	for _, p := range batch {
+		p.proposed = now
+		if p.req != nil {
+			s.admin.ObserveStage(admin.StageQueue, now.Sub(p.req.start))
+		}
+	}
 }
 
 // propose queues a txn for the log, whose loop takes it with the others waiting
@@ -81,6 +96,9 @@ func (s *Server) apply(p *proposal) {
 	s.auditApplied(p, &res)
 	if p.done != nil {
 		p.done <- res
+	}
+	if p.req != nil && !p.proposed.IsZero() {
+		s.admin.ObserveStage(admin.StageCommit, time.Since(p.proposed))
 	}
 	if p.conn != nil && p.req != nil {
 		p.conn.completeWrite(p, &res)

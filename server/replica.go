@@ -61,6 +61,9 @@ type replica struct {
 	// changes calls while quorum.New replays the log, before node is set.
 	peers  atomic.Pointer[quorum.Node]
 	status atomic.Pointer[quorum.Status] // as watchLoop last saw it
+	// metrics receives the Raft member's write stages once the server has its admin
+	// (start); the member runs, replaying its log, before that.
+	metrics atomic.Pointer[admin.Admin]
 }
 
 var _ txnLog = (*replica)(nil)
@@ -120,6 +123,7 @@ func (r *replica) open() error {
 	qc.SnapshotEntries = uint64(s.cfg.SnapCount)
 	qc.KeepEntries = uint64(s.cfg.SnapCount / 2)
 	qc.OnNote = r.onNote
+	qc.OnStage = r.onStage
 	qc.OnConfChange = r.confChanged
 	qc.CheckEntry = r.checkEntry
 	qc.CheckConfChange = r.checkConfChange
@@ -226,6 +230,7 @@ func (r *replica) setMembers(ms []Member) {
 
 // start starts the member's loops; its Raft Ready loop runs since open.
 func (r *replica) start() {
+	r.metrics.Store(r.s.admin)
 	r.s.goroutine(r.proposeLoop)
 	r.s.goroutine(r.watchLoop)
 }
@@ -376,6 +381,7 @@ func (r *replica) proposeLoop() {
 			r.fail(batch)
 			continue
 		}
+		s.proposing(batch)
 		now := time.Now().UnixMilli()
 		for _, p := range batch {
 			p.txn.Time = now
@@ -561,6 +567,23 @@ func (r *replica) onNote(from uint64, data []byte) error {
 		r.s.sessions.Touch(id, now)
 	}
 	return nil
+}
+
+// onStage exports the member's write stages (quorum.Config.OnStage) as the server's.
+func (r *replica) onStage(st quorum.Stage, d time.Duration, _ int) {
+	a := r.metrics.Load()
+	if a == nil {
+		return
+	}
+	switch st {
+	case quorum.StageAppend:
+		a.ObserveStage(admin.StageLogAppend, d)
+		a.ObserveFsync(d)
+	case quorum.StageReplicate:
+		a.ObserveStage(admin.StageReplicate, d)
+	case quorum.StageApply:
+		a.ObserveStage(admin.StageApply, d)
+	}
 }
 
 // Snapshot implements quorum.Snapshotter: the tree's copy-on-write snapshot, O(1)

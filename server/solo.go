@@ -134,7 +134,9 @@ func (sl *solo) commitLoop() {
 		if batch == nil {
 			return
 		}
-		now := time.Now().UnixMilli()
+		s.proposing(batch)
+		start := time.Now()
+		now := start.UnixMilli()
 		for _, p := range batch {
 			sl.lastZxid++
 			p.txn.Zxid, p.txn.Time = sl.lastZxid, now
@@ -145,12 +147,13 @@ func (sl *solo) commitLoop() {
 				return
 			}
 		}
-		start := time.Now()
+		synced := time.Now()
 		if err := sl.wal.Sync(); err != nil {
 			s.fatal(fmt.Errorf("sync log: %w", err))
 			return
 		}
-		s.admin.ObserveFsync(time.Since(start))
+		s.admin.ObserveFsync(time.Since(synced))
+		s.admin.ObserveStage(admin.StageLogAppend, time.Since(start))
 		select {
 		case sl.committed <- batch:
 		case <-s.stopping:

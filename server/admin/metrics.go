@@ -37,6 +37,7 @@ type promMetrics struct {
 	reg      *prometheus.Registry
 	requests *prometheus.HistogramVec
 	fsync    prometheus.Histogram
+	stages   [numStages]prometheus.Observer
 	// byOp caches requests' child for opcode opMin+i, created on first use so that only
 	// opcodes clients actually send get series.
 	byOp [opSlots]atomic.Pointer[prometheus.Observer]
@@ -56,7 +57,18 @@ func newPromMetrics(a *Admin) *promMetrics {
 			Buckets: fsyncBuckets,
 		}),
 	}
-	m.reg.MustRegister(m.requests, m.fsync, newStatsCollector(a),
+	stages := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "paddock", Name: "write_stage_seconds",
+		Help: "Time writes spend in each stage of the write path: queue (request read to proposed to the log), " +
+			"commit (proposed to applied on the member that proposed it), log_append (one write of the log " +
+			"with its fdatasync), replicate (on an ensemble's leader: entries handed to its log and sent to the " +
+			"followers, to known committed), apply (committed entries handed over, to applied).",
+		Buckets: requestBuckets,
+	}, []string{"stage"})
+	for st := range numStages {
+		m.stages[st] = stages.WithLabelValues(st.String())
+	}
+	m.reg.MustRegister(m.requests, m.fsync, stages, newStatsCollector(a),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -101,6 +113,43 @@ func (a *Admin) ObserveFsync(d time.Duration) {
 		a.fsyncSlow.inc()
 	}
 	a.prom.fsync.Observe(d.Seconds())
+}
+
+// Stage is a stage of the write path, timed by ObserveStage.
+type Stage int
+
+// The stages of the write path (docs/performance.md draws them).
+const (
+	StageQueue     Stage = iota // a write request read, to proposed to the log
+	StageCommit                 // proposed, to applied on the member that proposed it
+	StageLogAppend              // one write of the log, with its fdatasync
+	StageReplicate              // an ensemble leader's entries handed to its log and sent, to known committed
+	StageApply                  // committed entries handed over, to applied
+	numStages
+)
+
+func (st Stage) String() string {
+	switch st {
+	case StageQueue:
+		return "queue"
+	case StageCommit:
+		return "commit"
+	case StageLogAppend:
+		return "log_append"
+	case StageReplicate:
+		return "replicate"
+	case StageApply:
+		return "apply"
+	}
+	return "unknown"
+}
+
+// ObserveStage records that a write, or a batch of them, spent d in stage st.
+// Lock-free and allocation-free.
+func (a *Admin) ObserveStage(st Stage, d time.Duration) {
+	if st >= 0 && st < numStages {
+		a.prom.stages[st].Observe(d.Seconds())
+	}
 }
 
 // statsCollector exports Source.Stats at scrape time.

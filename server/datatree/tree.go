@@ -323,7 +323,13 @@ func (t *Tree) Delete(path string, zxid int64) {
 
 // SetData replaces a node's data, advances its version, and returns the new node.
 func (t *Tree) SetData(path string, data []byte, zxid, time int64) *Node {
-	old := t.Get(path)
+	return t.SetNodeData(t.Get(path), data, zxid, time)
+}
+
+// SetNodeData is SetData of old, the node now in the tree at its path, which the
+// caller has looked up already: one walk of the index fewer.
+func (t *Tree) SetNodeData(old *Node, data []byte, zxid, time int64) *Node {
+	path := old.Path
 	n := *old
 	n.Data, n.Mzxid, n.Mtime = data, zxid, time
 	n.Version++

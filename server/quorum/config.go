@@ -101,6 +101,10 @@ type Config struct {
 	// MaxSizePerMsg and MaxInflightMsgs are Raft's flow control knobs.
 	MaxSizePerMsg   uint64
 	MaxInflightMsgs int
+	// OnStage, if set, is told how long each stage of the write path took (d), and for
+	// StageAppend and StageApply how many entries it covered. It is called from the
+	// member's loops and must be quick (a histogram's Observe).
+	OnStage func(stage Stage, d time.Duration, entries int)
 
 	timeouts *peerTimeouts // tests shorten the peer connections' timeouts
 }
@@ -182,3 +186,18 @@ func (c *Config) others() map[uint64]string {
 	}
 	return m
 }
+
+// Stage is a step of the write path a member times for Config.OnStage.
+type Stage int
+
+const (
+	// StageAppend is one write of the log: the entries and hard states of the
+	// MsgStorageAppends waiting, and their fdatasync.
+	StageAppend Stage = iota
+	// StageReplicate, on the leader, is from handing entries to its log (and sending
+	// them to the followers) to knowing them committed.
+	StageReplicate
+	// StageApply is from Raft handing over committed entries to their being applied
+	// (the wait in the apply loop's queue included).
+	StageApply
+)

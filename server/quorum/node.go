@@ -111,9 +111,10 @@ type Node struct {
 	conf      atomic.Pointer[raftpb.ConfState] // the membership as of the applied index
 	counters  counters
 	refusals  *limitedLog // logs refused peer input, rate-limited
-	// readies counts the Readies received and the Readies done (Advanced): it is odd
-	// while one is being handled. Tests stepping members read it to let them settle.
-	readies atomic.Uint64
+	// pending counts the Readies and the loops' work received and not yet done, handled
+	// what was done. Tests stepping members read them to let them settle.
+	pending atomic.Int64
+	handled atomic.Uint64
 
 	mu        sync.Mutex             // guards the fields below
 	waiters   map[uint64]chan uint64 // proposal seq → applied index
@@ -121,20 +122,40 @@ type Node struct {
 	appliedCh chan struct{}          // closed and replaced whenever applied grows
 	learners  map[uint64]bool        // from the latest applied ConfState
 
-	// Owned by the Ready loop (and newNode before it starts).
+	// Owned by the Ready loop.
+	leading  bool        // the last SoftState said leader
+	appended []indexTime // on the leader: when entries were handed to the log, oldest first
+
+	// Owned by the apply loop (and newNode before it starts).
 	confState *raftpb.ConfState // the membership as of the applied index
-	snapIndex uint64            // index of the latest snapshot taken or restored
-	leading   bool              // the last SoftState said leader
-	writing   bool              // a snapshot is being written (snapDone will say when)
 
-	snapDone chan snapWritten // the snapshot writer's result (capacity 1: one writer at a time)
-	snapWG   sync.WaitGroup   // the snapshot writer, waited for by Close
+	// Owned by the append loop.
+	savedHS *raftpb.HardState // the last hard state written
 
-	stop    chan struct{} // closed by Close: the Ready loop ends
-	done    chan struct{} // closed when the Ready loop has ended
-	closeMu sync.Mutex    // serialises Close
-	closed  bool
-	err     error // why the Ready loop stopped early, guarded by mu
+	snapIndex atomic.Uint64 // index of the latest snapshot taken or restored
+	writing   atomic.Bool   // a snapshot is being written (snapDone will say when)
+
+	appendq  chan *raftpb.Message // MsgStorageAppends for the append loop (loops.go)
+	applyq   chan applyJob        // MsgStorageApplies and restores for the apply loop
+	snapDone chan snapWritten     // the snapshot writer's result (capacity 1: one writer at a time)
+	snapWG   sync.WaitGroup       // the snapshot writer, waited for by Close
+	loops    sync.WaitGroup       // the append and apply loops
+
+	ctx      context.Context // cancelled by Close: local steps give up
+	cancel   context.CancelFunc
+	stop     chan struct{} // closed by Close: the loops end
+	failed   chan struct{} // closed by fail: a loop could not go on
+	failOnce sync.Once
+	done     chan struct{} // closed when the Ready loop has ended
+	closeMu  sync.Mutex    // serialises Close
+	closed   bool
+	err      error // why the member stopped early, guarded by mu
+}
+
+// indexTime is when the leader handed the entries up to index to its log.
+type indexTime struct {
+	index uint64
+	at    time.Time
 }
 
 // New starts member cfg.ID: it opens its storage (writing the initial membership to
@@ -170,9 +191,11 @@ func newNode(cfg Config, st Storage, apply ApplyFunc, logger *slog.Logger) (*Nod
 		cfg: cfg, id: cfg.ID, apply: apply, logger: logger.With("member", cfg.ID), storage: st,
 		waiters: make(map[uint64]chan uint64), reads: make(map[uint64]chan uint64),
 		appliedCh: make(chan struct{}), learners: make(map[uint64]bool),
-		stop: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{}, 1),
-		snapDone: make(chan snapWritten, 1),
+		stop: make(chan struct{}), failed: make(chan struct{}), done: make(chan struct{}),
+		changed: make(chan struct{}, 1), snapDone: make(chan snapWritten, 1),
+		appendq: make(chan *raftpb.Message, appendQueue), applyq: make(chan applyJob, applyQueue),
 	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.refusals = newLimitedLog(n.logger)
 	n.seq.Store(uint64(time.Now().UnixNano()))
 	last, err := st.LastIndex()
@@ -192,6 +215,7 @@ func newNode(cfg Config, st Storage, apply ApplyFunc, logger *slog.Logger) (*Nod
 		ID: cfg.ID, ElectionTick: cfg.ElectionTicks, HeartbeatTick: cfg.HeartbeatTicks,
 		Storage: st, MaxSizePerMsg: cfg.MaxSizePerMsg, MaxInflightMsgs: cfg.MaxInflightMsgs,
 		MaxUncommittedEntriesSize: 64 << 20,
+		AsyncStorageWrites:        true, // loops.go
 		PreVote:                   true, CheckQuorum: true,
 		StepDownOnRemoval: true, // a leader removed from the ensemble stops leading at once
 		Logger:            raftLogger{n.logger},
@@ -200,6 +224,9 @@ func newNode(cfg Config, st Storage, apply ApplyFunc, logger *slog.Logger) (*Nod
 		n.rn.Stop()
 		return nil, err
 	}
+	n.loops.Add(2)
+	go n.appendLoop()
+	go n.applyLoop()
 	go n.run()
 	return n, nil
 }
@@ -394,8 +421,8 @@ func (n *Node) onNote(from uint64, data []byte) {
 // Counters returns what the member refused of its peers' input so far.
 func (n *Node) Counters() Counters { return n.counters.snapshot() }
 
-// run is the Ready loop: it ticks Raft, handles each Ready (handleReady says in which
-// order), Advances, and records the snapshots the snapshot writer finishes.
+// run is the Ready loop: it ticks Raft and handles each Ready (handleReady); the
+// append and apply loops do the rest (loops.go).
 func (n *Node) run() {
 	defer close(n.done)
 	var clock <-chan time.Time // nil with Config.Ticks: the caller ticks
@@ -411,84 +438,75 @@ func (n *Node) run() {
 		case <-n.cfg.Ticks:
 			n.rn.Tick()
 		case rd := <-n.rn.Ready():
-			n.readies.Add(1)
-			if err := n.handleReady(rd); err != nil {
-				n.logger.Error("raft ready loop stopped", "err", err)
-				n.mu.Lock()
-				n.err = err
-				n.mu.Unlock()
+			n.pending.Add(1)
+			err := n.handleReady(rd)
+			n.finished(1)
+			if err != nil {
+				if !errors.Is(err, ErrClosed) {
+					n.fail(err)
+				}
 				return
 			}
-			n.rn.Advance()
-			n.readies.Add(1)
-		case w := <-n.snapDone:
-			if err := n.snapshotWritten(w); err != nil {
-				n.logger.Error("raft ready loop stopped", "err", err)
-				n.mu.Lock()
-				n.err = err
-				n.mu.Unlock()
-				return
-			}
+		case <-n.failed:
+			return
 		case <-n.stop:
 			return
 		}
 	}
 }
 
-// handleReady does one Ready's work except Advance, in this order: the leader sends
-// its messages; the committed entries are applied (unless a snapshot came); the
-// hard state, entries and snapshot are saved (fdatasync when Raft says MustSync);
-// every other member sends its messages; a snapshot is restored and the committed
-// entries after it applied; read states answered; and a snapshot started when one is
-// due (written off this loop: snapshotWritten finishes it).
+// handleReady does one Ready's work: it notes the term, the log's end and the leader;
+// hands the entries and hard state to keep to the append loop and the committed
+// entries to the apply loop; sends the other messages to the peers (the leader's
+// appends go out before its own write is durable, Raft thesis §10.2.1; what must wait
+// for durability Raft gives the append loop to send); and answers read states.
 func (n *Node) handleReady(rd raft.Ready) error {
-	// A leader may send its appends before its own write is durable (Raft thesis
-	// §10.2.1; etcd's server does the same): an entry commits only once a quorum,
-	// counting the leader only after its write, has it on disk. Everyone else
-	// persists first: a vote or an acknowledgement must not outrun its hard state.
-	leading := rd.SoftState != nil && rd.SoftState.RaftState == raft.StateLeader ||
-		rd.SoftState == nil && n.leading
 	n.noteLog(rd)
 	if rd.SoftState != nil {
 		n.leading = rd.SoftState.RaftState == raft.StateLeader
 		n.leader.Store(rd.SoftState.Lead)
+		if !n.leading {
+			n.appended = n.appended[:0]
+		}
 		select {
 		case n.changed <- struct{}{}:
 		default:
 		}
 	}
-	if leading {
-		n.transport.Send(rd.Messages)
-	}
-	// Committed entries are on the disks of a quorum already (the leader counts
-	// itself only once its own write is durable: raft acks it at Advance), so they
-	// are applied before this Ready's own write, which then does not delay their
-	// answers — unless a snapshot comes first, which is kept before it is restored.
-	snap := rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot)
-	if !snap {
-		if err := n.applyCommitted(rd.CommittedEntries); err != nil {
-			return err
-		}
-	}
-	if err := n.storage.Save(rd.HardState, rd.Entries, rd.Snapshot, rd.MustSync); err != nil {
+	n.timeReplication(rd)
+	peers, err := n.route(rd.Messages)
+	if err != nil {
 		return err
 	}
-	if !leading {
-		n.transport.Send(rd.Messages)
-	}
-	n.reportSnapshots(rd.Messages)
-	if snap {
-		if err := n.restore(rd.Snapshot.GetMetadata()); err != nil {
-			return err
-		}
-		if err := n.applyCommitted(rd.CommittedEntries); err != nil {
-			return err
-		}
-	}
+	n.transport.Send(peers)
+	n.reportSnapshots(peers)
 	for _, rs := range rd.ReadStates {
 		n.readDone(rs)
 	}
-	return n.maybeSnapshot()
+	return nil
+}
+
+// maxTimed bounds the leader's record of when its entries were appended.
+const maxTimed = 4096
+
+// timeReplication reports, on the leader, how long its entries took from being handed
+// to its log (and sent to the followers) to being known committed (StageReplicate).
+func (n *Node) timeReplication(rd raft.Ready) {
+	if !n.leading || n.cfg.OnStage == nil {
+		return
+	}
+	now := time.Now()
+	if k := len(rd.CommittedEntries); k > 0 {
+		committed := rd.CommittedEntries[k-1].GetIndex()
+		i := 0
+		for ; i < len(n.appended) && n.appended[i].index <= committed; i++ {
+			n.cfg.OnStage(StageReplicate, now.Sub(n.appended[i].at), 0)
+		}
+		n.appended = append(n.appended[:0], n.appended[i:]...)
+	}
+	if k := len(rd.Entries); k > 0 && len(n.appended) < maxTimed {
+		n.appended = append(n.appended, indexTime{rd.Entries[k-1].GetIndex(), now})
+	}
 }
 
 // noteLog records the term and the last index the checks in front of Raft compare
@@ -950,7 +968,9 @@ func (n *Node) Close() error {
 	n.closed = true
 	err := n.transport.Close()
 	close(n.stop)
+	n.cancel()
 	<-n.done
+	n.loops.Wait()
 	n.snapWG.Wait() // the writer sees stop, and snapDone has room for its result
 	n.rn.Stop()
 	return errors.Join(err, n.storage.Close())
@@ -998,7 +1018,7 @@ func (n *Node) restore(md *raftpb.SnapshotMetadata) error {
 		}
 		n.logger.Info("restored snapshot", "index", idx, "term", md.GetTerm())
 	}
-	n.snapIndex = idx
+	n.raiseSnapIndex(idx)
 	n.setConfState(md.GetConfState())
 	n.setApplied(idx)
 	return nil
@@ -1017,7 +1037,7 @@ type snapWritten struct {
 // compacts the log.
 func (n *Node) maybeSnapshot() error {
 	applied := n.applied.Load()
-	if n.cfg.Snapshotter == nil || n.writing || applied-n.snapIndex < n.cfg.SnapshotEntries || applied <= n.cfg.Applied {
+	if n.cfg.Snapshotter == nil || n.writing.Load() || applied-n.snapIndex.Load() < n.cfg.SnapshotEntries || applied <= n.cfg.Applied {
 		return nil
 	}
 	term, err := n.storage.Term(applied)
@@ -1030,7 +1050,7 @@ func (n *Node) maybeSnapshot() error {
 	}
 	md := &raftpb.SnapshotMetadata{Index: new(applied), Term: new(term),
 		ConfState: proto.Clone(n.confState).(*raftpb.ConfState)}
-	n.writing = true
+	n.writing.Store(true)
 	n.snapWG.Add(1)
 	go func() {
 		defer n.snapWG.Done()
@@ -1044,24 +1064,34 @@ func (n *Node) maybeSnapshot() error {
 	return nil
 }
 
-// snapshotWritten records a snapshot the writer finished and compacts the log. A
-// failed one costs only log space: the log still holds everything, and the next
-// snapshot is tried after SnapshotEntries more entries.
+// snapshotWritten records a snapshot the writer finished and compacts the log, on
+// the append loop. A failed one costs only log space: the log still holds everything,
+// and the next snapshot is tried after SnapshotEntries more entries.
 func (n *Node) snapshotWritten(w snapWritten) error {
-	n.writing = false
+	defer n.writing.Store(false)
 	idx := w.md.GetIndex()
 	if w.err != nil {
 		if !errors.Is(w.err, errSnapshotStopped) {
 			n.logger.Error("snapshot failed", "index", idx, "err", w.err)
 		}
-		n.snapIndex = max(n.snapIndex, idx)
+		n.raiseSnapIndex(idx)
 		return nil
 	}
 	if err := n.storage.Checkpoint(w.md, n.cfg.KeepEntries); err != nil {
 		return err
 	}
-	n.snapIndex = max(n.snapIndex, idx)
+	n.raiseSnapIndex(idx)
 	return nil
+}
+
+// raiseSnapIndex records a snapshot at idx, unless a newer one is recorded.
+func (n *Node) raiseSnapIndex(idx uint64) {
+	for {
+		old := n.snapIndex.Load()
+		if old >= idx || n.snapIndex.CompareAndSwap(old, idx) {
+			return
+		}
+	}
 }
 
 // reportSnapshots tells Raft that the snapshots among msgs were sent: a lost one is

@@ -100,9 +100,8 @@ func (c *cluster) activity() string {
 	fmt.Fprint(&b, c.net.Stats())
 	for _, id := range c.running() {
 		n := c.members[id].node
-		r := n.readies.Load()
-		fmt.Fprintf(&b, " %d:%+v/%d", id, n.Status(), r)
-		if r%2 == 1 {
+		fmt.Fprintf(&b, " %d:%+v/%d", id, n.Status(), n.handled.Load())
+		if n.pending.Load() > 0 {
 			b.WriteString(" busy")
 		}
 	}

@@ -64,7 +64,7 @@ func (a *applier) setData(r *wire.SetDataRequest) (wire.Stat, error) {
 	if err := checkVersion(n.Version, r.Version); err != nil {
 		return wire.Stat{}, err
 	}
-	n = a.tree.SetData(r.Path, r.Data, a.txn.Zxid, a.txn.Time)
+	n = a.tree.SetNodeData(n, r.Data, a.txn.Zxid, a.txn.Time)
 	a.emit(wire.EventNodeDataChanged, r.Path, n.ACL())
 	return n.Stat(), nil
 }
