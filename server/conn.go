@@ -58,9 +58,12 @@ type conn struct {
 
 	sessionID atomic.Int64 // set once by the handshake
 	draining  atomic.Bool  // reading has stopped; close once the queued replies are out
-	dec       wire.Decoder // the read loop's, reused for every request
-	timeout   atomic.Int32 // negotiated session timeout, ms
-	reported  atomic.Int64 // when the session's activity was last noted for the leader, Unix ms
+	// awaiting is set while the handshake waits for a member to serve again
+	// (replica.takesClients): a member that stops serving leaves it open.
+	awaiting atomic.Bool
+	dec      wire.Decoder // the read loop's, reused for every request
+	timeout  atomic.Int32 // negotiated session timeout, ms
+	reported atomic.Int64 // when the session's activity was last noted for the leader, Unix ms
 
 	// pending counts this connection's requests read and not yet answered; each is also
 	// counted in Server.outstanding. Once the read loop has ended, releasePending takes

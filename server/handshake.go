@@ -24,12 +24,12 @@ func (c *conn) handshake(body []byte) bool {
 	c.stats.PacketReceived()
 	s.received.Add(1)
 	start := time.Now()
-	if !s.log.takesClients() {
+	if !s.log.takesClients(c) {
 		// A member without a leader does not serve: the client tries another one.
 		s.logger.Debug("refusing client: not serving", "remote", c.nc.RemoteAddr().String())
 		return false
 	}
-	if req.LastZxidSeen > s.lastApplied.Load() {
+	if req.LastZxidSeen > s.lastApplied.Load() && !s.log.reaches(c.ctx, req.LastZxidSeen) {
 		// The client has seen a newer state than ours: it must try another server, and
 		// ZooKeeper tells it so by closing the socket without a reply.
 		s.logger.Info("refusing client that has seen a newer zxid", "remote", c.nc.RemoteAddr().String(),

@@ -56,7 +56,12 @@ type replica struct {
 	lastZxid    int64         // the last zxid given to a txn; owned by the Ready loop (apply, confChanged, Restore)
 
 	serving atomic.Bool
-	removed atomic.Bool // a reconfig took this member out of the ensemble
+	// servingCh is closed when the member starts serving, and replaced; lostAt is when
+	// it last stopped (or started up), in Unix nanoseconds (takesClients).
+	servingMu sync.Mutex
+	servingCh chan struct{}
+	lostAt    atomic.Int64
+	removed   atomic.Bool // a reconfig took this member out of the ensemble
 	// peers is node for setMembers, which the apply of the log's membership
 	// changes calls while quorum.New replays the log, before node is set.
 	peers  atomic.Pointer[quorum.Node]
@@ -72,7 +77,8 @@ func newReplica(s *Server) *replica {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &replica{s: s, id: uint64(s.cfg.ServerID), ctx: ctx, cancel: cancel,
 		maxEntry: maxEntryBytes(s.cfg.MaxBuffer),
-		pending:  make(map[uint64][]*proposal), room: make(chan struct{}, 1), touched: make(map[int64]struct{})}
+		pending:  make(map[uint64][]*proposal), room: make(chan struct{}, 1), touched: make(map[int64]struct{}),
+		servingCh: make(chan struct{})}
 }
 
 // raftDir is where a member keeps its Raft log and snapshots.
@@ -99,6 +105,7 @@ func (r *replica) open() error {
 		return fmt.Errorf("server: data_dir: %w", err)
 	}
 	r.members = members
+	r.lostAt.Store(time.Now().UnixNano())
 	ctx := r.ctx
 	s.tree = datatree.New()
 	s.tree.SetConfig(configData(members, 0))
@@ -514,11 +521,14 @@ func (r *replica) leaderChanged(st quorum.Status) {
 // clients reconnect, here or elsewhere, to a state at least as new as the last they saw.
 func (r *replica) stopServing() {
 	if r.serving.Swap(false) {
+		r.lostAt.Store(time.Now().UnixNano())
 		r.s.logger.Info("not serving clients until caught up with a leader")
 	}
 	r.failPending()
 	for _, c := range r.s.connList() {
-		c.close()
+		if !c.awaiting.Load() {
+			c.close()
+		}
 	}
 }
 
@@ -531,6 +541,10 @@ func (r *replica) catchUp() {
 		return
 	}
 	r.serving.Store(true)
+	r.servingMu.Lock()
+	close(r.servingCh)
+	r.servingCh = make(chan struct{})
+	r.servingMu.Unlock()
 	r.s.logger.Info("serving clients", "zxid", hexID(r.s.lastApplied.Load()))
 }
 
@@ -627,8 +641,49 @@ func (r *replica) Restore(read quorum.ReadFunc, index, term uint64) error {
 }
 
 // takesClients reports whether the member serves clients: it follows a leader it has
-// caught up with (watchLoop). A client refused tries another member.
-func (r *replica) takesClients() bool { return r.serving.Load() }
+// caught up with (watchLoop). A client refused tries another member. Within two
+// election timeouts of losing its leader (or of starting), while an election is likely
+// under way, the member holds a client's handshake until it serves again rather than
+// refuse it: every member refuses during an election, and a client that found them all
+// refusing waits before it tries again (go-zookeeper a second), so writes would resume
+// that much after the election. A member cut off for longer refuses at once, so that
+// its clients go elsewhere.
+//
+// While it waits, the connection is marked awaiting, and stopServing, which closes every
+// client connection, leaves it open: an election closes the members' connections twice
+// (the leader lost, a new one found), and a handshake held through the first must not
+// be closed by the second. The mark is cleared before serving is read again, and
+// stopServing clears serving before it reads the marks, so a connection is either
+// closed by stopServing or sees that the member stopped serving, never neither.
+func (r *replica) takesClients(c *conn) bool {
+	defer c.awaiting.Store(false)
+	for {
+		r.servingMu.Lock()
+		ch := r.servingCh
+		r.servingMu.Unlock()
+		c.awaiting.Store(false)
+		if r.serving.Load() {
+			return true
+		}
+		c.awaiting.Store(true)
+		wait := time.Until(time.Unix(0, r.lostAt.Load()).Add(2 * r.s.cfg.ElectionTimeout))
+		if wait <= 0 || r.removed.Load() {
+			return false
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ch:
+		case <-timer.C:
+		case <-c.ctx.Done():
+			timer.Stop()
+			return false
+		case <-r.s.stopping:
+			timer.Stop()
+			return false
+		}
+		timer.Stop()
+	}
+}
 
 // keptAlive notes client traffic on session id for the next report to the leader; the
 // leader touches its session table itself.
@@ -657,6 +712,28 @@ func (r *replica) reconfig(c *conn, req *request) bool {
 		c.s.auditReconfig(c, req, code)
 		return code, true
 	})
+}
+
+// reaches waits, up to an election timeout, for the member to apply zxid, a client's
+// last seen. A client that saw a write on the leader and reconnects here after the
+// leader died would otherwise be refused until the new leader commits in its term
+// what this member has not applied yet — and, refused everywhere, wait before it
+// tries again.
+func (r *replica) reaches(ctx context.Context, zxid int64) bool {
+	ctx, cancel := context.WithTimeout(ctx, r.s.cfg.ElectionTimeout)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for r.s.lastApplied.Load() < zxid {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return false
+		case <-r.s.stopping:
+			return false
+		}
+	}
+	return true
 }
 
 // leading reports whether the member led when watchLoop last looked.

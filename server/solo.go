@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -104,9 +105,12 @@ func (sl *solo) close() error {
 	return sl.wal.Close()
 }
 
-func (sl *solo) takesClients() bool { return true }
-func (sl *solo) leading() bool      { return true }
-func (sl *solo) keptAlive(int64)    {}
+func (sl *solo) takesClients(*conn) bool { return true }
+
+// reaches is false: the standalone log holds every write it acknowledged.
+func (sl *solo) reaches(context.Context, int64) bool { return false }
+func (sl *solo) leading() bool                       { return true }
+func (sl *solo) keptAlive(int64)                     {}
 
 // sync is answered from the tree, in the connection's order: every write acknowledged
 // before it is applied already.

@@ -1,6 +1,10 @@
 package server
 
-import "github.com/paddock/paddock/server/admin"
+import (
+	"context"
+
+	"github.com/paddock/paddock/server/admin"
+)
 
 // txnLog is the log a server writes through, one per mode: the standalone log (solo,
 // solo.go) or the membership of a replicated ensemble (replica, replica.go). The Server
@@ -26,9 +30,15 @@ type txnLog interface {
 	// called also when open failed or was never called.
 	close() error
 
-	// takesClients reports whether the server serves clients now (a member only
-	// while it follows a leader it has caught up with).
-	takesClients() bool
+	// takesClients reports whether the server serves clients (a member only while it
+	// follows a leader it has caught up with), for c's handshake. A member that lost
+	// its leader a moment ago waits, while c is open, to see whether it serves again
+	// soon.
+	takesClients(c *conn) bool
+	// reaches reports whether the server's tree reaches zxid, a client's last seen
+	// zxid newer than the tree's now: a member may wait, until ctx ends, for the
+	// writes it has yet to apply.
+	reaches(ctx context.Context, zxid int64) bool
 	// leading reports whether this server decides what only one server may: session
 	// expiry and the reaping of containers and TTL nodes.
 	leading() bool

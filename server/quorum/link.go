@@ -26,6 +26,9 @@ type Delivery struct {
 	Message     func(from uint64, m *raftpb.Message)
 	Note        func(from uint64, data []byte)
 	Unreachable func(id uint64) // a message to member id could not be sent
+	// Gone, if set, is told that member id's peer port refused a connection: no
+	// process listens there, so the member is down (not just out of reach).
+	Gone func(id uint64)
 	// Snapshot gets a MsgSnap (metadata only) with the records of its snapshot file,
 	// streamed from the sender (snapstream.go); it runs the checks Message does.
 	Snapshot func(from uint64, m *raftpb.Message, records ReadFunc)

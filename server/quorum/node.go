@@ -104,6 +104,8 @@ type Node struct {
 	applied atomic.Uint64 // written by the Ready loop only
 	leader  atomic.Uint64 // the leader as of the last Ready's SoftState; 0: none known
 	changed chan struct{} // signalled (capacity 1) when the leader or the role changes
+	// hastened is the term in which peerGone last advanced the election clock.
+	hastened atomic.Uint64
 
 	// What the checks in front of Raft (validate.go) read of the Ready loop's state.
 	term      atomic.Uint64                    // the term as of the last Ready's HardState
@@ -262,7 +264,7 @@ func closeListener(ln net.Listener) {
 // Transport on ln. Either way what arrives goes through receive, the checks in front
 // of Raft.
 func (n *Node) attach(ln net.Listener) (Link, error) {
-	d := Delivery{Message: n.receive, Note: n.onNote, Unreachable: n.rn.ReportUnreachable,
+	d := Delivery{Message: n.receive, Note: n.onNote, Unreachable: n.rn.ReportUnreachable, Gone: n.peerGone,
 		Snapshot: n.receiveSnapshot, SnapshotRecords: n.storage.SnapshotRecords}
 	if n.cfg.Network != nil {
 		closeListener(ln) // a Listener given as well is not used
@@ -274,7 +276,7 @@ func (n *Node) attach(ln net.Listener) (Link, error) {
 	}
 	tc := transportConfig{
 		self: n.id, peers: n.cfg.others(), queueLen: n.cfg.SendQueue, limits: n.cfg.frameLimits(),
-		recv: d.Message, onNote: d.Note, unreachable: d.Unreachable,
+		recv: d.Message, onNote: d.Note, unreachable: d.Unreachable, gone: d.Gone,
 		recvSnap: d.Snapshot, snapshot: d.SnapshotRecords, maxSnapshot: n.cfg.MaxSnapshotBytes,
 		counters: &n.counters, refusals: n.refusals, logger: n.logger, timeouts: defaultTimeouts,
 	}
@@ -405,6 +407,29 @@ func (n *Node) view() *checkView {
 		maxEntry: n.cfg.MaxEntryBytes + proposalHeader,
 	}
 	return v
+}
+
+// peerGone hastens the election when the leader is down: its peer port refusing
+// connections says its process is gone (killed, crashed, stopped), where silence
+// could be a slow network. The member advances its election clock to one tick short
+// of the election timeout, once per term, and so stands for election 1 to
+// ElectionTicks ticks later instead of ElectionTicks to twice that. The other
+// followers see the same refusal at about the same time, so their own clocks, which
+// decide whether they still honour the old leader's lease (CheckQuorum), run out
+// too. A refusal that lies (a leader whose listener alone is gone) costs an election,
+// never safety.
+func (n *Node) peerGone(id uint64) {
+	if id == 0 || id == n.id || id != n.leader.Load() || n.cfg.Ticks != nil {
+		return
+	}
+	term := n.term.Load()
+	if n.hastened.Swap(term) == term {
+		return
+	}
+	n.logger.Info("the leader's peer port refuses connections: election hastened", "leader", id, "term", term)
+	for range n.cfg.ElectionTicks - 1 {
+		n.rn.Tick()
+	}
 }
 
 // onNote hands a note to Config.OnNote, counting those it cannot decode.

@@ -88,6 +88,8 @@ type cluster struct {
 	// snapEvery and keep, when snapEvery > 0, give members a Snapshotter (their
 	// state machine) with SnapshotEntries snapEvery and KeepEntries keep.
 	snapEvery, keep uint64
+	// tickEvery, if set, replaces testTick.
+	tickEvery time.Duration
 	// tls, if set, gives each member its TLS settings; timeouts its peer timeouts.
 	tls      map[uint64]*TLS
 	timeouts *peerTimeouts
@@ -157,6 +159,9 @@ func (c *cluster) start(id uint64, ln net.Listener) {
 	cfg := DefaultConfig()
 	cfg.ID, cfg.Voters, cfg.Learners, cfg.Dir, cfg.Listener = id, c.voters, c.learners, m.dir, ln
 	cfg.Tick, cfg.SegmentSize = testTick, testSegmentSize
+	if c.tickEvery > 0 {
+		cfg.Tick = c.tickEvery
+	}
 	cfg.Applied = m.lastApplied()
 	cfg.Join, cfg.OnConfChange, cfg.OnNote = m.join, m.confChanged, m.noted
 	cfg.TLS, cfg.timeouts, cfg.FS = c.tls[id], c.timeouts, c.fs
@@ -406,4 +411,30 @@ func testLogger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.DiscardHandler)
+}
+
+// TestDeadLeaderHastensElection: when the leader's process is gone, its peer port
+// refuses connections; the followers see it and advance their election clocks (once
+// in that term), rather than wait out a whole election timeout of silence.
+func TestDeadLeaderHastensElection(t *testing.T) {
+	// Ticks long enough that the refusal is seen before silence alone would start an
+	// election (1 to 2 s).
+	c := newClusterWith(t, 3, 0, func(c *cluster) { c.tickEvery = 100 * time.Millisecond })
+	old := c.leader(10 * time.Second)
+	term := c.members[old].node.Status().Term
+	c.stop(old)
+	next := c.leader(10 * time.Second)
+	if next == old {
+		t.Fatalf("member %d still leads", old)
+	}
+	hastened := 0
+	for id, m := range c.members {
+		if m.node != nil && m.node.hastened.Load() == term {
+			hastened++
+			t.Logf("member %d hastened its election in term %d", id, term)
+		}
+	}
+	if hastened == 0 {
+		t.Fatalf("no follower hastened its election in term %d after the leader's port closed", term)
+	}
 }

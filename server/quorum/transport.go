@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -64,6 +65,7 @@ type transportConfig struct {
 	snapshot    func(index uint64) ReadFunc
 	maxSnapshot int64 // bounds a received snapshot's bytes; 0: no bound
 	unreachable func(id uint64)
+	gone        func(id uint64) // a peer's port refused a connection; nil: not told
 	counters    *counters
 	refusals    *limitedLog
 	logger      *slog.Logger
@@ -102,6 +104,10 @@ type peer struct {
 	addr  string
 	queue chan []byte   // frames (kind byte and body) waiting for writeLoop
 	gone  chan struct{} // closed when SetPeers removes the peer
+	// check (capacity 1) makes writeLoop dial again at once: the peer's connection to
+	// us ended, which may say the peer is gone, and the outbound connection, idle
+	// while nothing is sent, would only find out at its next write.
+	check chan struct{}
 
 	mu   sync.Mutex // guards conn
 	conn net.Conn   // the current connection, closed by Close to unblock writeLoop
@@ -145,7 +151,8 @@ func (t *Transport) SetPeers(peers map[uint64]string) {
 		if _, ok := t.peers[id]; ok || id == t.cfg.self {
 			continue
 		}
-		p := &peer{id: id, addr: addr, queue: make(chan []byte, t.cfg.queueLen), gone: make(chan struct{})}
+		p := &peer{id: id, addr: addr, queue: make(chan []byte, t.cfg.queueLen), gone: make(chan struct{}),
+			check: make(chan struct{}, 1)}
 		t.peers[id] = p
 		t.goroutine(func() { t.writeLoop(p) })
 	}
@@ -240,6 +247,9 @@ func (t *Transport) writeLoop(p *peer) {
 	for {
 		conn, err := t.dial(p)
 		if err != nil {
+			if errors.Is(err, syscall.ECONNREFUSED) && t.cfg.gone != nil {
+				t.cfg.gone(p.id)
+			}
 			t.cfg.unreachable(p.id)
 			if !t.sleep(p, backoff) {
 				return
@@ -351,6 +361,8 @@ func (t *Transport) writeConn(p *peer, conn net.Conn) error {
 			return nil
 		case <-p.gone:
 			return nil
+		case <-p.check:
+			return errCheck
 		}
 		conn.SetWriteDeadline(time.Now().Add(writeTimeout))
 		for {
@@ -489,6 +501,28 @@ func (t *Transport) serveConn(conn net.Conn) {
 	conn.SetDeadline(time.Time{})
 	ir.idle = true
 	t.readLoop(r, h.from, remote)
+	t.mu.Lock()
+	replaced := t.byMember[h.from] != conn // a newer connection of the member's closed this one
+	t.mu.Unlock()
+	if !replaced {
+		t.checkPeer(h.from)
+	}
+}
+
+// errCheck ends an outbound connection for checkPeer.
+var errCheck = errors.New("the peer's connection to this member ended: dialling again to check on it")
+
+// checkPeer has the connection to member id dialled again, when its connection to this
+// member ended other than by being replaced by a newer one: if the peer's process is
+// gone, the dial is refused and says so at once (transportConfig.gone), where the idle
+// outbound connection would notice only at its next write.
+func (t *Transport) checkPeer(id uint64) {
+	if p, ok := t.peer(id); ok {
+		select {
+		case p.check <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // checkHello checks that a hello is addressed to this member, from a member, and —

@@ -619,3 +619,36 @@ func TestSnapshotStreamBounded(t *testing.T) {
 	}
 	in.closedWithin(5 * time.Second)
 }
+
+// TestGoneOnRefusedPort: a peer whose port refuses connections (no process listens
+// there) is reported gone; one that is out of reach is only unreachable.
+func TestGoneOnRefusedPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	dead.Close() // nothing listens there now: connecting is refused
+	gone := make(chan uint64, 16)
+	tr := newTransport(ln, transportConfig{
+		self: 1, peers: map[uint64]string{2: deadAddr, 3: "192.0.2.1:9"}, queueLen: 1,
+		limits: frameLimits{raft: 1 << 20, snap: 1 << 20, note: 1 << 10, chunk: 1 << 20}, timeouts: *shortTimeouts,
+		recv:     func(uint64, *raftpb.Message) {},
+		gone:     func(id uint64) { gone <- id },
+		counters: &counters{}, refusals: newLimitedLog(testLogger()), logger: testLogger(),
+		unreachable: func(uint64) {},
+	})
+	defer tr.Close()
+	select {
+	case id := <-gone:
+		if id != 2 {
+			t.Fatalf("member %d reported gone; only member 2's port refuses", id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("member 2's refused port was never reported")
+	}
+}
