@@ -80,7 +80,7 @@ func (s *Server) nextBatch() []*proposal {
 }
 
 // apply applies one committed txn, on the log's applying goroutine (solo.applyLoop, or
-// a member's Raft Ready loop), in log order, the txn's zxid set. Under the tree write
+// a member's Raft apply loop), in log order, the txn's zxid set. Under the tree write
 // lock: apply, fire watches (queuing notifications), then queue the reply — so a
 // watcher hears of a change before any reply that reveals it.
 func (s *Server) apply(p *proposal) {

@@ -164,7 +164,7 @@ func confChanges(cur, next []Member) ([]*raftpb.ConfChangeSingle, error) {
 	return out, nil
 }
 
-// confChanged applies a membership change on the Ready loop, on every member: the
+// confChanged applies a membership change on the apply loop, on every member: the
 // change takes the next zxid, /zookeeper/config gets the new server lines and version
 // (and fires its watches), and messages go to the new members. Changes without a
 // context — the initial membership, Raft leaving a joint configuration — change

@@ -30,7 +30,7 @@ var errNotServing = errors.New("server: not serving: no leader")
 // Raft's snapshot and log at every start.
 //
 // Writes: proposeLoop takes the proposals of this member's clients in batches and
-// submits each batch as one Raft entry; the Ready loop applies committed entries
+// submits each batch as one Raft entry; the apply loop applies committed entries
 // (apply) in log order on every member, giving each txn its zxid there, and answers
 // the clients of the member that proposed it. Reads are answered from the local tree.
 // watchLoop follows the member's Raft state: it serves clients only while a leader is
@@ -53,7 +53,7 @@ type replica struct {
 
 	maxEntry    int           // the largest Raft entry this member proposes (maxEntryBytes)
 	undecodable atomic.Uint64 // committed entries applied as error txns: they did not decode
-	lastZxid    int64         // the last zxid given to a txn; owned by the Ready loop (apply, confChanged, Restore)
+	lastZxid    int64         // the last zxid given to a txn; owned by the apply loop (apply, confChanged, Restore)
 
 	serving atomic.Bool
 	// servingCh is closed when the member starts serving, and replaced; lostAt is when
@@ -325,7 +325,7 @@ func decodeBatch(data []byte) ([]*proposal, error) {
 	return out, nil
 }
 
-// apply is the member's ApplyFunc, on the Ready loop: every txn of a committed entry,
+// apply is the member's ApplyFunc, on the apply loop: every txn of a committed entry,
 // in order, with the next zxid. An entry this member proposed is applied from the
 // proposals it kept, so that their clients are answered; any other is decoded.
 func (r *replica) apply(e *quorum.Entry) {
@@ -601,7 +601,7 @@ func (r *replica) onStage(st quorum.Stage, d time.Duration, _ int) {
 }
 
 // Snapshot implements quorum.Snapshotter: the tree's copy-on-write snapshot, O(1)
-// on the Ready loop (the tree's only writer); quorum writes its records to the
+// on the apply loop (the tree's only writer); quorum writes its records to the
 // snapshot file on another goroutine while the tree goes on changing.
 func (r *replica) Snapshot() (quorum.StateSnapshot, error) {
 	s := r.s

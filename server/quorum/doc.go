@@ -6,27 +6,28 @@
 //
 // # A member
 //
-// New opens the member's storage, starts its Transport and its Ready loop (Node.run,
-// one goroutine), which owns everything Raft hands out, in the order Raft requires:
+// New opens the member's storage, starts its Transport and three goroutines that
+// share out what Raft hands over (raft.Config.AsyncStorageWrites; loops.go):
 //
-//	tick ──► raft.Node ──Ready──► 1. the leader: Transport.Send(Messages)
-//	                              2. apply CommittedEntries, in order (unless a snapshot came):
-//	                                   conf change ──► raft ApplyConfChange, OnConfChange
-//	                                   proposal    ──► ApplyFunc, then wake its Propose
-//	                              3. Storage.Save(HardState, Entries, Snapshot)  fdatasync when MustSync
-//	                              4. the others: Transport.Send(Messages)         only after 3
-//	                              5. a Snapshot (from the leader) ──► Snapshotter.Restore, streamed
-//	                                 from its file; applied = its index, then the CommittedEntries after it
-//	                              6. ReadStates ──► wake their ReadIndex
-//	                              7. every SnapshotEntries applied: Snapshotter.Snapshot (a copy-on-write
-//	                                 view) ──► the snapshot writer goroutine ──► its file
-//	                              8. Advance
-//	snapshot written ──► Storage.Checkpoint: record it, compact memory, purge disk
+//	tick ──► raft.Node ──Ready──► Ready loop (Node.run): never waits for the disk
+//	                                1. Messages to peers ──► Transport.Send (the leader's appends go out
+//	                                   before its own write is durable)
+//	                                2. MsgStorageAppend ──► append loop      3. MsgStorageApply ──► apply loop
+//	                                4. ReadStates ──► wake their ReadIndex
+//	append loop: every MsgStorageAppend waiting ──► Storage.Save (one fdatasync for all, none for a
+//	             commit index alone) ──► their responses: acks and votes to peers, Raft's own
+//	             "durable" to raft.Node; a Snapshot is kept, then restored on the apply loop first;
+//	             snapshot written ──► Storage.Checkpoint: record it, compact memory, purge disk
+//	apply loop:  CommittedEntries, in order:
+//	               conf change ──► raft ApplyConfChange, OnConfChange
+//	               proposal    ──► ApplyFunc, then wake its Propose
+//	             ──► "applied" to raft.Node; every SnapshotEntries applied: Snapshotter.Snapshot
+//	             (a copy-on-write view) ──► the snapshot writer goroutine ──► its file
 //
-// Committed entries are applied before the Ready's own write because a quorum has
-// them on disk already: Raft counts the leader's own append only once Advance says
-// it is durable, so no commit rests on a write still in flight. Their answers then do
-// not wait for the next batch's fsync.
+// Each loop takes its work in order; the two run beside each other, so a follower
+// acknowledges new entries while it applies older ones and a leader applies while its
+// next write is on its way to disk. Raft hands an entry to the apply loop only once
+// this member's own log holds it durably and a quorum's does.
 //
 // Raft runs with PreVote and CheckQuorum on; the election timeout is ElectionTicks
 // Ticks. A member that is not the leader sends its proposals (Propose, Submit,
@@ -71,13 +72,13 @@
 //
 // # Snapshots and compaction
 //
-// With a Snapshotter in Config, the Ready loop starts a snapshot once SnapshotEntries
+// With a Snapshotter in Config, the apply loop starts a snapshot once SnapshotEntries
 // entries have been applied since the last one, unless one is still being written:
 // it takes the caller's Snapshot() — a consistent, copy-on-write view of the state
 // machine at the applied index, O(1) — and the ConfState as of that index, and hands
 // them to a goroutine of its own, which writes the snapshot file (Storage.
-// WriteSnapshot) while the Ready loop goes on applying. When the file is durable the
-// goroutine tells the Ready loop, which calls Storage.Checkpoint: the snapshot is
+// WriteSnapshot) while the apply loop goes on applying. When the file is durable the
+// goroutine tells the append loop, the log's only writer, which calls Storage.Checkpoint: the snapshot is
 // recorded in the log, memory keeps the KeepEntries entries before it (so a follower
 // slightly behind is still sent entries), and disk keeps nothing before it. A failed
 // write is logged and costs only log space. Close waits for the writer, which stops
@@ -89,9 +90,10 @@
 // lost one is sent again after the follower's next rejection). The follower, on its
 // connection's goroutine, writes them to a snapshot file of its own as they arrive,
 // each state machine record passing the SnapshotChecker on its way, and hands Raft
-// the message only once the file is whole; its Ready loop and clients go on
-// meanwhile. Save then installs the file, Restore reads it record by record, applied
-// becomes its index and the committed entries after it are applied. On start, a
+// the message only once the file is whole; its loops and clients go on meanwhile.
+// The append loop's Save then installs the file, the apply loop's Restore reads it
+// record by record once everything before it is applied, applied becomes its index,
+// and the committed entries after it follow. On start, a
 // snapshot newer than Config.Applied is given to Restore before any entry.
 //
 // # Storage
