@@ -75,10 +75,10 @@ var ensembleCases = []ensembleCase{
 
 // ensembleCaseOf returns the case a metric of the ensemble table is about.
 func ensembleCaseOf(metric string) ensembleCase {
-	best := ensembleCases[0]
+	best, found := ensembleCases[0], false
 	for _, c := range ensembleCases {
-		if strings.HasPrefix(metric, c.name()+" ") && len(c.name()) >= len(best.name()) {
-			best = c
+		if strings.HasPrefix(metric, c.name()+" ") && (!found || len(c.name()) > len(best.name())) {
+			best, found = c, true
 		}
 	}
 	return best
@@ -579,4 +579,15 @@ func (sb *sideBySide) labelledEnsembleRows() []Row {
 		rows[i].Metric = ensembleRowPrefix + rows[i].Metric
 	}
 	return rows
+}
+
+func TestEnsembleCaseOf(t *testing.T) {
+	for metric, want := range map[string]string{
+		"create ops/s": "create", "set p99": "set", "mixed ops/s": "mixed", "get p99.9": "get",
+		"create 64×8 ops/s": "create 64×8", "set 64×8 p99": "set 64×8", "mixed 64×8 p50": "mixed 64×8",
+	} {
+		if got := ensembleCaseOf(metric).name(); got != want {
+			t.Errorf("ensembleCaseOf(%q) = %q, want %q", metric, got, want)
+		}
+	}
 }
