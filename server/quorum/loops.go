@@ -307,3 +307,10 @@ func (n *Node) runApply(j applyJob) error {
 	}
 	return nil
 }
+
+// maxApplying bounds the bytes of committed entries handed to the apply loop and not yet
+// applied (raft.Config.MaxCommittedSizePerReady). Raft hands out no more until the apply
+// loop reports some applied; at its default, MaxSizePerMsg (1 MiB), a member applying
+// large entries (multis of hundreds of creates) waited for each batch's report before
+// Raft handed it the next.
+const maxApplying = 16 << 20

@@ -216,6 +216,7 @@ func newNode(cfg Config, st Storage, apply ApplyFunc, logger *slog.Logger) (*Nod
 	n.rn = raft.RestartNode(&raft.Config{
 		ID: cfg.ID, ElectionTick: cfg.ElectionTicks, HeartbeatTick: cfg.HeartbeatTicks,
 		Storage: st, MaxSizePerMsg: cfg.MaxSizePerMsg, MaxInflightMsgs: cfg.MaxInflightMsgs,
+		MaxCommittedSizePerReady:  maxApplying,
 		MaxUncommittedEntriesSize: 64 << 20,
 		AsyncStorageWrites:        true, // loops.go
 		PreVote:                   true, CheckQuorum: true,
