@@ -1,7 +1,6 @@
 package quorum
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -34,13 +33,6 @@ import (
 // not held up behind a write, so under load many queue up between two syncs.
 const maxAppendBatch = 256
 
-// appendQueue and applyQueue bound the work handed to the two loops; when one is full
-// the Ready loop waits, and Raft's goroutine holds further Readies back.
-const (
-	appendQueue = 1024
-	applyQueue  = 1024
-)
-
 // applyJob is one piece of the apply loop's work: committed entries to apply (a
 // MsgStorageApply), or a snapshot to restore, whose result goes to done.
 type applyJob struct {
@@ -52,37 +44,26 @@ type applyJob struct {
 
 // route hands the local messages of a Ready to the two loops and returns the rest,
 // for the peers.
-func (n *Node) route(msgs []*raftpb.Message) (peers []*raftpb.Message, err error) {
+func (n *Node) route(msgs []*raftpb.Message) (peers []*raftpb.Message) {
 	peers = msgs[:0:0]
 	for _, m := range msgs {
 		switch m.GetTo() {
 		case raft.LocalAppendThread:
-			if err := hand(n, n.appendq, m); err != nil {
-				return nil, err
-			}
+			hand(n, n.appendq, m)
 		case raft.LocalApplyThread:
-			if err := hand(n, n.applyq, applyJob{m: m, queued: time.Now()}); err != nil {
-				return nil, err
-			}
+			hand(n, n.applyq, applyJob{m: m, queued: time.Now()})
 		default:
 			peers = append(peers, m)
 		}
 	}
-	return peers, nil
+	return peers
 }
 
 // hand queues work for one of the loops, counting it as pending until the loop is
-// done with it.
-func hand[T any](n *Node, q chan T, job T) error {
+// done with it. It never waits (queue).
+func hand[T any](n *Node, q *queue[T], job T) {
 	n.pending.Add(1)
-	select {
-	case q <- job:
-		return nil
-	case <-n.stop:
-	case <-n.failed:
-	}
-	n.pending.Add(-1)
-	return ErrClosed
+	q.push(job)
 }
 
 // finished counts n pieces of handed work as done.
@@ -110,10 +91,12 @@ func (n *Node) appendLoop() {
 		batch := make([]*raftpb.Message, 0, 8)
 		if next != nil {
 			batch, next = append(batch, next), nil
+		} else if m, ok := n.appendq.pop(); ok {
+			batch = append(batch, m)
 		} else {
 			select {
-			case m := <-n.appendq:
-				batch = append(batch, m)
+			case <-n.appendq.ready:
+				continue
 			case w := <-n.snapDone:
 				if err := n.snapshotWritten(w); err != nil {
 					n.fail(err)
@@ -130,16 +113,15 @@ func (n *Node) appendLoop() {
 		// anything after it is written.
 	drain:
 		for len(batch) < maxAppendBatch && !hasSnapshot(batch[0]) {
-			select {
-			case m := <-n.appendq:
-				if hasSnapshot(m) {
-					next = m
-					break drain
-				}
-				batch = append(batch, m)
-			default:
+			m, ok := n.appendq.pop()
+			switch {
+			case !ok:
+				break drain
+			case hasSnapshot(m):
+				next = m
 				break drain
 			}
+			batch = append(batch, m)
 		}
 		if err := n.persist(batch); err != nil {
 			n.fail(err)
@@ -235,13 +217,11 @@ func mergeEntries(acc, more []*raftpb.Entry) []*raftpb.Entry {
 	return append(acc[:from-first:from-first], more...)
 }
 
-// stepLocal hands Raft a response of the member's own storage.
+// stepLocal hands Raft a response of the member's own storage; ErrClosed once the
+// member stops.
 func (n *Node) stepLocal(m *raftpb.Message) error {
-	if err := n.rn.Step(n.ctx, m); err != nil {
-		if errors.Is(err, raft.ErrStopped) || n.ctx.Err() != nil {
-			return ErrClosed
-		}
-		n.logger.Debug("step local message", "type", m.GetType().String(), "err", err)
+	if !n.enqueue(m, false) {
+		return ErrClosed
 	}
 	return nil
 }
@@ -250,9 +230,7 @@ func (n *Node) stepLocal(m *raftpb.Message) error {
 // everything queued before it, and waits for it.
 func (n *Node) restoreOnApplyLoop(md *raftpb.SnapshotMetadata) error {
 	done := make(chan error, 1)
-	if err := hand(n, n.applyq, applyJob{restore: md, done: done}); err != nil {
-		return nil // stopping
-	}
+	hand(n, n.applyq, applyJob{restore: md, done: done})
 	select {
 	case err := <-done:
 		return err
@@ -267,12 +245,8 @@ func (n *Node) restoreOnApplyLoop(md *raftpb.SnapshotMetadata) error {
 func (n *Node) applyLoop() {
 	defer n.loops.Done()
 	for {
-		var j applyJob
-		select {
-		case j = <-n.applyq:
-		case <-n.stop:
-			return
-		case <-n.failed:
+		j, ok := n.applyq.wait(n.stop, n.failed)
+		if !ok {
 			return
 		}
 		err := n.runApply(j)

@@ -97,8 +97,10 @@ type Node struct {
 	apply     ApplyFunc
 	logger    *slog.Logger
 	storage   Storage
-	rn        raft.Node
-	transport Link // the TCP Transport, or what Config.Network attached
+	rn        *raft.RawNode // owned by the Ready loop (inbox.go)
+	in        mailbox
+	spare     []inboxItem // the Ready loop's spare inbox buffer
+	transport Link        // the TCP Transport, or what Config.Network attached
 
 	seq     atomic.Uint64 // last proposal / read request number; starts at the clock
 	applied atomic.Uint64 // written by the Ready loop only
@@ -137,14 +139,12 @@ type Node struct {
 	snapIndex atomic.Uint64 // index of the latest snapshot taken or restored
 	writing   atomic.Bool   // a snapshot is being written (snapDone will say when)
 
-	appendq  chan *raftpb.Message // MsgStorageAppends for the append loop (loops.go)
-	applyq   chan applyJob        // MsgStorageApplies and restores for the apply loop
-	snapDone chan snapWritten     // the snapshot writer's result (capacity 1: one writer at a time)
-	snapWG   sync.WaitGroup       // the snapshot writer, waited for by Close
-	loops    sync.WaitGroup       // the append and apply loops
+	appendq  *queue[*raftpb.Message] // MsgStorageAppends for the append loop (loops.go)
+	applyq   *queue[applyJob]        // MsgStorageApplies and restores for the apply loop
+	snapDone chan snapWritten        // the snapshot writer's result (capacity 1: one writer at a time)
+	snapWG   sync.WaitGroup          // the snapshot writer, waited for by Close
+	loops    sync.WaitGroup          // the append and apply loops
 
-	ctx      context.Context // cancelled by Close: local steps give up
-	cancel   context.CancelFunc
 	stop     chan struct{} // closed by Close: the loops end
 	failed   chan struct{} // closed by fail: a loop could not go on
 	failOnce sync.Once
@@ -195,9 +195,8 @@ func newNode(cfg Config, st Storage, apply ApplyFunc, logger *slog.Logger) (*Nod
 		appliedCh: make(chan struct{}), learners: make(map[uint64]bool),
 		stop: make(chan struct{}), failed: make(chan struct{}), done: make(chan struct{}),
 		changed: make(chan struct{}, 1), snapDone: make(chan snapWritten, 1),
-		appendq: make(chan *raftpb.Message, appendQueue), applyq: make(chan applyJob, applyQueue),
+		appendq: newQueue[*raftpb.Message](), applyq: newQueue[applyJob](), in: newMailbox(),
 	}
-	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.refusals = newLimitedLog(n.logger)
 	n.seq.Store(uint64(time.Now().UnixNano()))
 	last, err := st.LastIndex()
@@ -213,7 +212,7 @@ func newNode(cfg Config, st Storage, apply ApplyFunc, logger *slog.Logger) (*Nod
 	// The Raft log is replayed from its start or from its snapshot (Applied 0 means
 	// the snapshot's index to Raft) so that its conf changes rebuild the membership
 	// on top of the snapshot's; cfg.Applied only hides entries from apply.
-	n.rn = raft.RestartNode(&raft.Config{
+	n.rn, err = raft.NewRawNode(&raft.Config{
 		ID: cfg.ID, ElectionTick: cfg.ElectionTicks, HeartbeatTick: cfg.HeartbeatTicks,
 		Storage: st, MaxSizePerMsg: cfg.MaxSizePerMsg, MaxInflightMsgs: cfg.MaxInflightMsgs,
 		MaxCommittedSizePerReady:  maxApplying,
@@ -223,8 +222,11 @@ func newNode(cfg Config, st Storage, apply ApplyFunc, logger *slog.Logger) (*Nod
 		StepDownOnRemoval: true, // a leader removed from the ensemble stops leading at once
 		Logger:            raftLogger{n.logger},
 	})
+	if err != nil {
+		closeListener(ln)
+		return nil, fmt.Errorf("quorum: start raft: %w", err)
+	}
 	if n.transport, err = n.attach(ln); err != nil {
-		n.rn.Stop()
 		return nil, err
 	}
 	n.loops.Add(2)
@@ -265,7 +267,7 @@ func closeListener(ln net.Listener) {
 // Transport on ln. Either way what arrives goes through receive, the checks in front
 // of Raft.
 func (n *Node) attach(ln net.Listener) (Link, error) {
-	d := Delivery{Message: n.receive, Note: n.onNote, Unreachable: n.rn.ReportUnreachable, Gone: n.peerGone,
+	d := Delivery{Message: n.receive, Note: n.onNote, Unreachable: n.unreachable, Gone: n.peerGone,
 		Snapshot: n.receiveSnapshot, SnapshotRecords: n.storage.SnapshotRecords}
 	if n.cfg.Network != nil {
 		closeListener(ln) // a Listener given as well is not used
@@ -391,19 +393,13 @@ func (n *Node) admit(from uint64, m *raftpb.Message) bool {
 	return true
 }
 
-// stepPeer steps a peer's message into Raft. Raft's goroutine always takes messages,
-// so only a proposal, which it does not take while there is no leader, gets a deadline:
-// the rest are stepped without a timer each, tens of thousands a second under load.
-func (n *Node) stepPeer(m *raftpb.Message) {
-	ctx := n.ctx
-	if m.GetType() == raftpb.MsgProp {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, n.cfg.Tick*time.Duration(n.cfg.ElectionTicks))
-		defer cancel()
-	}
-	if err := n.rn.Step(ctx, m); err != nil && !errors.Is(err, raft.ErrStopped) && !errors.Is(err, context.Canceled) {
-		n.logger.Debug("step peer message", "from", m.GetFrom(), "type", m.GetType().String(), "err", err)
-	}
+// stepPeer hands a peer's message to Raft, through the inbox (it waits while the
+// inbox holds maxInbox peers' messages).
+func (n *Node) stepPeer(m *raftpb.Message) { n.enqueue(m, true) }
+
+// unreachable tells Raft that a message to member id could not be sent.
+func (n *Node) unreachable(id uint64) {
+	n.do(func(rn *raft.RawNode) { rn.ReportUnreachable(id) })
 }
 
 // view is what the checks in front of Raft see of the member now.
@@ -434,9 +430,11 @@ func (n *Node) peerGone(id uint64) {
 		return
 	}
 	n.logger.Info("the leader's peer port refuses connections: election hastened", "leader", id, "term", term)
-	for range n.cfg.ElectionTicks - 1 {
-		n.rn.Tick()
-	}
+	n.do(func(rn *raft.RawNode) {
+		for range n.cfg.ElectionTicks - 1 {
+			rn.Tick()
+		}
+	})
 }
 
 // onNote hands a note to Config.OnNote, counting those it cannot decode.
@@ -453,8 +451,8 @@ func (n *Node) onNote(from uint64, data []byte) {
 // Counters returns what the member refused of its peers' input so far.
 func (n *Node) Counters() Counters { return n.counters.snapshot() }
 
-// run is the Ready loop: it ticks Raft and handles each Ready (handleReady); the
-// append and apply loops do the rest (loops.go).
+// run is the Ready loop: it ticks Raft, steps what the inbox holds (inbox.go) and
+// handles each Ready (handleReady); the append and apply loops do the rest (loops.go).
 func (n *Node) run() {
 	defer close(n.done)
 	var clock <-chan time.Time // nil with Config.Ticks: the caller ticks
@@ -469,20 +467,48 @@ func (n *Node) run() {
 			n.rn.Tick()
 		case <-n.cfg.Ticks:
 			n.rn.Tick()
-		case rd := <-n.rn.Ready():
-			n.pending.Add(1)
-			err := n.handleReady(rd)
-			n.finished(1)
-			if err != nil {
-				if !errors.Is(err, ErrClosed) {
-					n.fail(err)
-				}
-				return
-			}
+		case <-n.in.wake:
 		case <-n.failed:
 			return
 		case <-n.stop:
 			return
+		}
+		if err := n.work(); err != nil {
+			if !errors.Is(err, ErrClosed) {
+				n.fail(err)
+			}
+			return
+		}
+	}
+}
+
+// work steps everything the inbox holds, then handles Raft's Ready, until there is
+// neither.
+func (n *Node) work() error {
+	for {
+		items := n.in.take(n.spare)
+		work := 0
+		for i, it := range items {
+			if !it.query {
+				work++
+			}
+			if it.call != nil {
+				it.call(n.rn)
+			} else if err := n.rn.Step(it.m); err != nil {
+				n.logger.Debug("step message", "from", it.m.GetFrom(), "type", it.m.GetType().String(), "err", err)
+			}
+			items[i] = inboxItem{}
+		}
+		n.spare = items[:0]
+		n.finished(work)
+		if !n.rn.HasReady() {
+			return nil
+		}
+		n.pending.Add(1)
+		err := n.handleReady(n.rn.Ready())
+		n.finished(1)
+		if err != nil {
+			return err
 		}
 	}
 }
@@ -506,10 +532,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		}
 	}
 	n.timeReplication(rd)
-	peers, err := n.route(rd.Messages)
-	if err != nil {
-		return err
-	}
+	peers := n.route(rd.Messages)
 	n.transport.Send(peers)
 	n.reportSnapshots(peers)
 	for _, rs := range rd.ReadStates {
@@ -631,10 +654,15 @@ func (n *Node) applyConfChange(e *raftpb.Entry) {
 		return
 	}
 	var cs *raftpb.ConfState
-	if v1 != nil {
-		cs = n.rn.ApplyConfChange(v1)
-	} else {
-		cs = n.rn.ApplyConfChange(cc)
+	applied := n.call(func(rn *raft.RawNode) {
+		if v1 != nil {
+			cs = rn.ApplyConfChange(v1)
+		} else {
+			cs = rn.ApplyConfChange(cc)
+		}
+	})
+	if !applied {
+		return // the member stops
 	}
 	n.confChanged(e, cs, ctx)
 }
@@ -827,7 +855,10 @@ func (n *Node) step(ctx context.Context, e *raftpb.Entry) error {
 	case 0:
 		err = raft.ErrProposalDropped
 	case n.id:
-		err = n.rn.Step(ctx, &raftpb.Message{Type: raftpb.MsgProp.Enum(), From: new(n.id), Entries: []*raftpb.Entry{e}})
+		m := &raftpb.Message{Type: raftpb.MsgProp.Enum(), From: new(n.id), Entries: []*raftpb.Entry{e}}
+		if !n.call(func(rn *raft.RawNode) { err = rn.Step(m) }) {
+			err = ErrClosed
+		}
 	default:
 		n.transport.Send([]*raftpb.Message{{Type: raftpb.MsgProp.Enum(), From: new(n.id), To: new(leader),
 			Entries: []*raftpb.Entry{e}}})
@@ -885,9 +916,7 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 	retry := time.NewTicker(n.cfg.Tick * time.Duration(n.cfg.ElectionTicks))
 	defer retry.Stop()
 	for {
-		if err := n.rn.ReadIndex(ctx, rctx); err != nil {
-			return 0, fmt.Errorf("quorum: read index: %w", err)
-		}
+		n.do(func(rn *raft.RawNode) { rn.ReadIndex(rctx) })
 		select {
 		case idx := <-w:
 			return idx, n.WaitApplied(ctx, idx)
@@ -952,7 +981,8 @@ func (n *Node) closedErrLocked() error {
 
 // Status reports the member's state.
 func (n *Node) Status() Status {
-	st := n.rn.Status()
+	var st raft.Status
+	n.query(func(rn *raft.RawNode) { st = rn.Status() })
 	s := Status{ID: n.id, Leader: st.Lead, Applied: n.applied.Load()}
 	if st.HardState != nil {
 		s.Term, s.Commit = st.HardState.GetTerm(), st.HardState.GetCommit()
@@ -1000,11 +1030,9 @@ func (n *Node) Close() error {
 	n.closed = true
 	err := n.transport.Close()
 	close(n.stop)
-	n.cancel()
 	<-n.done
 	n.loops.Wait()
 	n.snapWG.Wait() // the writer sees stop, and snapDone has room for its result
-	n.rn.Stop()
 	return errors.Join(err, n.storage.Close())
 }
 
@@ -1132,7 +1160,7 @@ func (n *Node) raiseSnapIndex(idx uint64) {
 func (n *Node) reportSnapshots(msgs []*raftpb.Message) {
 	for _, m := range msgs {
 		if m.GetType() == raftpb.MsgSnap {
-			n.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFinish)
+			n.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFinish) // on the Ready loop
 		}
 	}
 }
