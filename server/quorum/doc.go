@@ -6,22 +6,26 @@
 //
 // # A member
 //
-// New opens the member's storage, starts its Transport and three goroutines that
+// New opens the member's storage, starts its Transport and three goroutines. The Ready
+// loop (Node.run) owns Raft — a raft.RawNode, with no goroutine of its own —: what
+// other goroutines want of it (peers' messages, the loops' responses, proposals,
+// ReadIndex, Status, membership changes) reaches it through the member's inbox
+// (inbox.go), and it steps all that waits before it asks for one Ready. The other two
 // share out what Raft hands over (raft.Config.AsyncStorageWrites; loops.go):
 //
-//	tick ──► raft.Node ──Ready──► Ready loop (Node.run): never waits for the disk
+//	inbox, tick ──► RawNode ──Ready──► Ready loop (Node.run): never waits for the disk
 //	                                1. Messages to peers ──► Transport.Send (the leader's appends go out
 //	                                   before its own write is durable)
 //	                                2. MsgStorageAppend ──► append loop      3. MsgStorageApply ──► apply loop
 //	                                4. ReadStates ──► wake their ReadIndex
 //	append loop: every MsgStorageAppend waiting ──► Storage.Save (one fdatasync for all, none for a
 //	             commit index alone) ──► their responses: acks and votes to peers, Raft's own
-//	             "durable" to raft.Node; a Snapshot is kept, then restored on the apply loop first;
+//	             "durable" to Raft; a Snapshot is kept, then restored on the apply loop first;
 //	             snapshot written ──► Storage.Checkpoint: record it, compact memory, purge disk
 //	apply loop:  CommittedEntries, in order:
 //	               conf change ──► raft ApplyConfChange, OnConfChange
 //	               proposal    ──► ApplyFunc, then wake its Propose
-//	             ──► "applied" to raft.Node; every SnapshotEntries applied: Snapshotter.Snapshot
+//	             ──► "applied" to Raft; every SnapshotEntries applied: Snapshotter.Snapshot
 //	             (a copy-on-write view) ──► the snapshot writer goroutine ──► its file
 //
 // Each loop takes its work in order; the two run beside each other, so a follower
@@ -32,10 +36,9 @@
 // Raft runs with PreVote and CheckQuorum on; the election timeout is ElectionTicks
 // Ticks. A member that is not the leader sends its proposals (Propose, Submit,
 // ProposeConfChange) to the leader itself, as MsgProp on its Raft connection, not
-// through its own raft.Node: no wait for its own next fsync, and a member removed and
-// added again is not left unable to propose (raft.Node blocks the proposals of a
-// member removed from the configuration until it sees a new leader). Without a known
-// leader a proposal is dropped at once.
+// through its own Raft: no wait for its own next fsync, and a member removed and added
+// again is not left unable to propose. Without a known leader a proposal is dropped at
+// once.
 //
 // Membership: a new member's storage (unless Config.Join: a member to be added to a
 // running ensemble starts empty) is given the initial membership as committed

@@ -757,7 +757,7 @@ func (n *Node) Propose(ctx context.Context, data []byte) (uint64, error) {
 	if err := n.checkSize(data); err != nil {
 		return 0, err
 	}
-	return n.await(ctx, "propose", func(seq uint64) error { return n.propose(ctx, seq, data) })
+	return n.await(ctx, "propose", func(seq uint64) error { return n.propose(seq, data) })
 }
 
 // await registers a new sequence number, hands it to send, and waits until the entry
@@ -799,7 +799,7 @@ func (n *Node) Submit(ctx context.Context, seq uint64, data []byte) error {
 	if err := n.checkSize(data); err != nil {
 		return err
 	}
-	return n.propose(ctx, seq, data)
+	return n.propose(seq, data)
 }
 
 // checkSize refuses an empty proposal and one over MaxEntryBytes.
@@ -829,8 +829,8 @@ func (n *Node) Err() error {
 }
 
 // propose puts the header before data and hands it to Raft.
-func (n *Node) propose(ctx context.Context, seq uint64, data []byte) error {
-	return n.step(ctx, &raftpb.Entry{Type: raftpb.EntryNormal.Enum(), Data: n.withHeader(seq, data)})
+func (n *Node) propose(seq uint64, data []byte) error {
+	return n.step(&raftpb.Entry{Type: raftpb.EntryNormal.Enum(), Data: n.withHeader(seq, data)})
 }
 
 // withHeader returns data behind the proposal header: this member's id and seq.
@@ -846,10 +846,9 @@ func (n *Node) withHeader(seq uint64, data []byte) []byte {
 // other member sends it to the leader itself, as a MsgProp on the connection its Raft
 // messages take, rather than through its Raft: that way a follower's proposal does
 // not wait for the follower's next fsync, and a member that was removed and added
-// again can propose (etcd's raft.Node stops taking proposals from a member removed
-// from the configuration until it sees a new leader). Without a known leader the
-// proposal is dropped at once (raft.ErrProposalDropped).
-func (n *Node) step(ctx context.Context, e *raftpb.Entry) error {
+// again can propose. Without a known leader the proposal is dropped at once
+// (raft.ErrProposalDropped).
+func (n *Node) step(e *raftpb.Entry) error {
 	var err error
 	switch leader := n.leader.Load(); leader {
 	case 0:
@@ -887,7 +886,7 @@ func (n *Node) ProposeConfChange(ctx context.Context, changes []*raftpb.ConfChan
 		if err != nil {
 			return fmt.Errorf("quorum: propose conf change: %w", err)
 		}
-		return n.step(ctx, &raftpb.Entry{Type: raftpb.EntryConfChangeV2.Enum(), Data: data})
+		return n.step(&raftpb.Entry{Type: raftpb.EntryConfChangeV2.Enum(), Data: data})
 	})
 }
 

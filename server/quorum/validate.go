@@ -15,7 +15,7 @@ import (
 // 2⁶⁴−1 overflows at the next election, a heartbeat committing past the log's end, a
 // proposal without entries, a conf change that does not decode or cannot be applied)
 // or corrupts its log (entries whose indexes do not follow). check is the wall in front
-// of it: every message a peer sends is checked here before it reaches raft.Node.Step,
+// of it: every message a peer sends is checked here before Raft steps it,
 // and one that fails is dropped and counted. Authentication (TLS) decides who may send;
 // check decides what anyone may send.
 
