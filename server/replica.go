@@ -540,12 +540,17 @@ func (r *replica) catchUp() {
 	if _, err := r.node.ReadIndex(ctx); err != nil {
 		return
 	}
+	r.startServing()
+	r.s.logger.Info("serving clients", "zxid", hexID(r.s.lastApplied.Load()))
+}
+
+// startServing makes the member serve clients, and wakes the handshakes waiting for it.
+func (r *replica) startServing() {
 	r.serving.Store(true)
 	r.servingMu.Lock()
 	close(r.servingCh)
 	r.servingCh = make(chan struct{})
 	r.servingMu.Unlock()
-	r.s.logger.Info("serving clients", "zxid", hexID(r.s.lastApplied.Load()))
 }
 
 // touch notes client traffic on session id, for the next report to the leader.
