@@ -621,12 +621,18 @@ func TestSnapshotStreamBounded(t *testing.T) {
 }
 
 // TestGoneOnRefusedPort: a peer whose port refuses connections (no process listens
-// there) is reported gone; one that is out of reach is only unreachable.
+// there) is reported gone; one whose port takes connections but never answers the
+// hello (a hung process) is only unreachable.
 func TestGoneOnRefusedPort(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	hung, err := net.Listen("tcp", "127.0.0.1:0") // never accepts: the kernel's backlog takes the dial
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hung.Close()
 	dead, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -635,7 +641,7 @@ func TestGoneOnRefusedPort(t *testing.T) {
 	dead.Close() // nothing listens there now: connecting is refused
 	gone := make(chan uint64, 16)
 	tr := newTransport(ln, transportConfig{
-		self: 1, peers: map[uint64]string{2: deadAddr, 3: "192.0.2.1:9"}, queueLen: 1,
+		self: 1, peers: map[uint64]string{2: deadAddr, 3: hung.Addr().String()}, queueLen: 1,
 		limits: frameLimits{raft: 1 << 20, snap: 1 << 20, note: 1 << 10, chunk: 1 << 20}, timeouts: *shortTimeouts,
 		recv:     func(uint64, *raftpb.Message) {},
 		gone:     func(id uint64) { gone <- id },
@@ -650,5 +656,17 @@ func TestGoneOnRefusedPort(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("member 2's refused port was never reported")
+	}
+	// Member 3's hellos time out (300 ms each) and are tried again: never "gone".
+	deadline := time.After(time.Second)
+	for {
+		select {
+		case id := <-gone:
+			if id != 2 {
+				t.Fatalf("member %d reported gone; its port takes connections", id)
+			}
+		case <-deadline:
+			return
+		}
 	}
 }
