@@ -67,7 +67,7 @@ type Config struct {
 	// change (ProposeConfChange on a member of the running ensemble) instead of
 	// writing the initial membership: a new member of an existing ensemble.
 	Join bool
-	// OnConfChange, if set, is called on the Ready loop for every configuration change
+	// OnConfChange, if set, is called on the apply loop for every configuration change
 	// applied, in log order with ApplyFunc's entries: the change's context as given to
 	// ProposeConfChange (nil for the initial membership and for Raft's own entries)
 	// and the membership after it.

@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"context"
 	"sync"
 
 	"go.etcd.io/raft/v3"
@@ -101,15 +102,19 @@ func (n *Node) do(fn func(rn *raft.RawNode)) {
 	}
 }
 
-// call runs fn on the Ready loop and waits for it; false if the member stopped first.
-// Never from the Ready loop itself.
-func (n *Node) call(fn func(rn *raft.RawNode)) bool { return n.callAs(fn, true) }
+// call runs fn on the Ready loop and waits for it; false if the member stopped, or ctx
+// ended, first (fn may still run). Never from the Ready loop itself.
+func (n *Node) call(ctx context.Context, fn func(rn *raft.RawNode)) bool {
+	return n.callAs(ctx, fn, true)
+}
 
 // query is call for fn that only reads Raft's state (Status): it is not counted as
 // work, so that tests waiting for the members to settle can watch them.
-func (n *Node) query(fn func(rn *raft.RawNode)) bool { return n.callAs(fn, false) }
+func (n *Node) query(fn func(rn *raft.RawNode)) bool {
+	return n.callAs(context.Background(), fn, false)
+}
 
-func (n *Node) callAs(fn func(rn *raft.RawNode), work bool) bool {
+func (n *Node) callAs(ctx context.Context, fn func(rn *raft.RawNode), work bool) bool {
 	done := make(chan struct{})
 	it := inboxItem{call: func(rn *raft.RawNode) {
 		fn(rn)
@@ -128,6 +133,8 @@ func (n *Node) callAs(fn func(rn *raft.RawNode), work bool) bool {
 	case <-done:
 		return true
 	case <-n.done:
+		return false
+	case <-ctx.Done():
 		return false
 	}
 }

@@ -52,8 +52,8 @@ type ConfEntry struct {
 }
 
 // ApplyFunc receives the committed entries, in log order, each exactly once per
-// state machine (entries at or below Config.Applied are skipped). It runs on the Ready
-// loop: it must not block on the Node.
+// state machine (entries at or below Config.Applied are skipped). It runs on the apply
+// loop (loops.go): it must not block on the Node.
 type ApplyFunc func(e *Entry)
 
 // Role is a member's part in the ensemble at a moment.
@@ -89,7 +89,8 @@ type Status struct {
 	Learners, SyncedLearners   int
 }
 
-// Node is one member's Raft. Its Ready loop applies, persists and sends (handleReady);
+// Node is one member's Raft. Its Ready loop drives Raft and sends; its append loop
+// persists and its apply loop applies (loops.go);
 // Propose and ReadIndex are safe for concurrent use; Close is idempotent.
 type Node struct {
 	cfg       Config
@@ -103,7 +104,7 @@ type Node struct {
 	transport Link        // the TCP Transport, or what Config.Network attached
 
 	seq     atomic.Uint64 // last proposal / read request number; starts at the clock
-	applied atomic.Uint64 // written by the Ready loop only
+	applied atomic.Uint64 // written by the apply loop only
 	leader  atomic.Uint64 // the leader as of the last Ready's SoftState; 0: none known
 	changed chan struct{} // signalled (capacity 1) when the leader or the role changes
 	// hastened is the term in which peerGone last advanced the election clock.
@@ -161,7 +162,7 @@ type indexTime struct {
 }
 
 // New starts member cfg.ID: it opens its storage (writing the initial membership to
-// a new one), starts its transport and its Ready loop. apply gets the committed
+// a new one), starts its transport and its loops. apply gets the committed
 // entries.
 func New(cfg Config, apply ApplyFunc, logger *slog.Logger) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
@@ -654,7 +655,7 @@ func (n *Node) applyConfChange(e *raftpb.Entry) {
 		return
 	}
 	var cs *raftpb.ConfState
-	applied := n.call(func(rn *raft.RawNode) {
+	applied := n.call(context.Background(), func(rn *raft.RawNode) {
 		if v1 != nil {
 			cs = rn.ApplyConfChange(v1)
 		} else {
@@ -757,7 +758,7 @@ func (n *Node) Propose(ctx context.Context, data []byte) (uint64, error) {
 	if err := n.checkSize(data); err != nil {
 		return 0, err
 	}
-	return n.await(ctx, "propose", func(seq uint64) error { return n.propose(seq, data) })
+	return n.await(ctx, "propose", func(seq uint64) error { return n.propose(ctx, seq, data) })
 }
 
 // await registers a new sequence number, hands it to send, and waits until the entry
@@ -799,7 +800,7 @@ func (n *Node) Submit(ctx context.Context, seq uint64, data []byte) error {
 	if err := n.checkSize(data); err != nil {
 		return err
 	}
-	return n.propose(seq, data)
+	return n.propose(ctx, seq, data)
 }
 
 // checkSize refuses an empty proposal and one over MaxEntryBytes.
@@ -817,11 +818,11 @@ func (n *Node) checkSize(data []byte) error {
 // a caller watching Status need not wait for its next poll.
 func (n *Node) Changed() <-chan struct{} { return n.changed }
 
-// Done is closed when the member stops: Close was called, or its Ready loop failed
+// Done is closed when the member stops: Close was called, or one of its loops failed
 // (Err says why).
 func (n *Node) Done() <-chan struct{} { return n.done }
 
-// Err returns why the Ready loop stopped on its own (its storage failed), or nil.
+// Err returns why the member stopped on its own (its storage failed), or nil.
 func (n *Node) Err() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -829,8 +830,8 @@ func (n *Node) Err() error {
 }
 
 // propose puts the header before data and hands it to Raft.
-func (n *Node) propose(seq uint64, data []byte) error {
-	return n.step(&raftpb.Entry{Type: raftpb.EntryNormal.Enum(), Data: n.withHeader(seq, data)})
+func (n *Node) propose(ctx context.Context, seq uint64, data []byte) error {
+	return n.step(ctx, &raftpb.Entry{Type: raftpb.EntryNormal.Enum(), Data: n.withHeader(seq, data)})
 }
 
 // withHeader returns data behind the proposal header: this member's id and seq.
@@ -848,14 +849,20 @@ func (n *Node) withHeader(seq uint64, data []byte) []byte {
 // not wait for the follower's next fsync, and a member that was removed and added
 // again can propose. Without a known leader the proposal is dropped at once
 // (raft.ErrProposalDropped).
-func (n *Node) step(e *raftpb.Entry) error {
+func (n *Node) step(ctx context.Context, e *raftpb.Entry) error {
 	var err error
 	switch leader := n.leader.Load(); leader {
 	case 0:
 		err = raft.ErrProposalDropped
 	case n.id:
 		m := &raftpb.Message{Type: raftpb.MsgProp.Enum(), From: new(n.id), Entries: []*raftpb.Entry{e}}
-		if !n.call(func(rn *raft.RawNode) { err = rn.Step(m) }) {
+		res := make(chan error, 1) // fn may run after ctx ended: it must not write err
+		switch {
+		case n.call(ctx, func(rn *raft.RawNode) { res <- rn.Step(m) }):
+			err = <-res
+		case ctx.Err() != nil:
+			err = ctx.Err()
+		default:
 			err = ErrClosed
 		}
 	default:
@@ -886,7 +893,7 @@ func (n *Node) ProposeConfChange(ctx context.Context, changes []*raftpb.ConfChan
 		if err != nil {
 			return fmt.Errorf("quorum: propose conf change: %w", err)
 		}
-		return n.step(&raftpb.Entry{Type: raftpb.EntryConfChangeV2.Enum(), Data: data})
+		return n.step(ctx, &raftpb.Entry{Type: raftpb.EntryConfChangeV2.Enum(), Data: data})
 	})
 }
 
@@ -1018,7 +1025,7 @@ func b2i(b bool) int {
 	return 0
 }
 
-// Close stops the member: its transport, its Ready loop, Raft and its storage.
+// Close stops the member: its transport, its loops and its storage.
 // Pending Propose and ReadIndex calls fail with ErrClosed.
 func (n *Node) Close() error {
 	n.closeMu.Lock()
@@ -1092,8 +1099,8 @@ type snapWritten struct {
 // maybeSnapshot starts a snapshot once SnapshotEntries entries have been applied
 // since the last one, unless one is still being written: the Snapshotter's view of
 // the state machine as of the applied index is taken here, and written to its file
-// by a goroutine of its own, while the Ready loop goes on; snapshotWritten then
-// compacts the log.
+// by a goroutine of its own, while the apply loop goes on; snapshotWritten, on the
+// append loop, then compacts the log.
 func (n *Node) maybeSnapshot() error {
 	applied := n.applied.Load()
 	if n.cfg.Snapshotter == nil || n.writing.Load() || applied-n.snapIndex.Load() < n.cfg.SnapshotEntries || applied <= n.cfg.Applied {

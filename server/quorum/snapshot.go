@@ -13,7 +13,7 @@ import (
 )
 
 // Snapshotter is the caller's state machine as a whole, for log compaction. The
-// Node calls Snapshot and Restore from its Ready loop only, never concurrently with
+// Node calls Snapshot and Restore from its apply loop only, never concurrently with
 // ApplyFunc.
 type Snapshotter interface {
 	// Snapshot returns a consistent view of the state machine as of the last index

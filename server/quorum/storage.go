@@ -18,9 +18,9 @@ import (
 
 // Storage is a member's stable Raft state: raft.Storage for what the Raft library
 // reads, plus what a Ready asks to keep and what snapshots need. The Node calls
-// Save, Checkpoint and Close from its Ready loop only, never concurrently with each
-// other; the raft.Storage methods may be called from the Raft library's goroutine at
-// any time, and WriteSnapshot, Receive and ReadSnapshot from any goroutine.
+// Save and Checkpoint from its append loop only, and Close once the loops ended, never
+// concurrently with each other; the raft.Storage methods may be called from the Ready
+// loop at any time, and WriteSnapshot, Receive and ReadSnapshot from any goroutine.
 type Storage interface {
 	raft.Storage
 	// Save keeps snap (if not empty: one Receive has written), then ents, then hs (if
@@ -96,7 +96,7 @@ type StorageConfig struct {
 // WALStorage is the Storage of a member: a raft.MemoryStorage in front of
 // server/store's write-ahead log and snapshot files (doc.go draws the layout). What
 // the Raft library reads back is never ahead of what the WAL made durable. Save,
-// Checkpoint and Close are for the Ready loop only; the raft.Storage methods are
+// Checkpoint and Close are for the append loop only; the raft.Storage methods are
 // safe for concurrent use (MemoryStorage locks).
 type WALStorage struct {
 	*raft.MemoryStorage
@@ -105,7 +105,7 @@ type WALStorage struct {
 	logger *slog.Logger
 	wal    *store.WAL
 
-	// Owned by the Ready loop.
+	// Owned by the append loop.
 	snapIndex uint64  // index of the snapshot the log follows (0: none)
 	lsns      []int64 // lsns[i]: the WAL record of entry snapIndex+1+i
 	buf       []byte  // reused encoding buffer

@@ -670,3 +670,37 @@ func TestGoneOnRefusedPort(t *testing.T) {
 		}
 	}
 }
+
+// TestPeerHangupsDoNotDisturbTheEnsemble: without TLS anyone can say hello as a member
+// and hang up, and a member whose peer's connection ends dials that peer again to see
+// whether it is gone (checkPeer). Hundreds of such hang-ups, as each follower, on the
+// leader: no member stops, the leader and term stay, nobody is taken for gone (the
+// real peers' ports answer), and the ensemble goes on committing.
+func TestPeerHangupsDoNotDisturbTheEnsemble(t *testing.T) {
+	c := newClusterWith(t, 3, 0, func(c *cluster) { c.tickEvery = 50 * time.Millisecond })
+	lead := c.leader(10 * time.Second)
+	term := c.members[lead].node.Status().Term
+	addr := c.voters[lead]
+	var followers []uint64
+	for id := range c.voters {
+		if id != lead {
+			followers = append(followers, id)
+		}
+	}
+	for i := range 300 {
+		in, err := dialPeer(t, addr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.hello(followers[i%2], lead)
+		in.conn.Close()
+		if i%100 == 99 {
+			c.stable(lead, term, fmt.Sprintf("after %d hang-ups", i+1))
+		}
+	}
+	for id, m := range c.members {
+		if h := m.node.hastened.Load(); h != 0 {
+			t.Errorf("member %d hastened an election in term %d: a live peer was taken for gone", id, h)
+		}
+	}
+}
