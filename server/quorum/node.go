@@ -501,11 +501,16 @@ func (n *Node) work() error {
 			items[i] = inboxItem{}
 		}
 		n.spare = items[:0]
+		// The Ready is counted before the items are counted done, so that pending
+		// never reads 0 between the two while the member still has work.
+		ready := n.rn.HasReady()
+		if ready {
+			n.pending.Add(1)
+		}
 		n.finished(work)
-		if !n.rn.HasReady() {
+		if !ready {
 			return nil
 		}
-		n.pending.Add(1)
 		err := n.handleReady(n.rn.Ready())
 		n.finished(1)
 		if err != nil {

@@ -154,33 +154,33 @@ func (c *cluster) agreedLeader(members []uint64) (uint64, error) {
 }
 
 // simPropose proposes data on member id, ticking while it waits (a lost message is
-// sent again on a heartbeat), at most maxTicks rounds.
+// sent again on a heartbeat), at most maxTicks rounds. It hands the proposal over on
+// this goroutine, as Propose does on its caller's, so that the cluster cannot look
+// settled while the proposal is on its way to Raft (a goroutine calling Propose may not
+// have run yet when the members settle), and then waits for its apply as Propose would.
 func (c *cluster) simPropose(id uint64, data string, maxTicks int) uint64 {
 	c.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	type result struct {
-		idx uint64
-		err error
+	n := c.members[id].node
+	seq := n.seq.Add(1)
+	applied := make(chan uint64, 1)
+	if err := n.register(n.waiters, seq, applied); err != nil {
+		c.t.Fatalf("member %d: propose %q: %v", id, data, err)
 	}
-	res := make(chan result, 1)
-	go func() {
-		idx, err := c.members[id].node.Propose(ctx, []byte(data))
-		res <- result{idx, err}
-	}()
+	defer n.unregister(n.waiters, seq)
+	if err := n.propose(context.Background(), seq, []byte(data)); err != nil {
+		c.t.Fatalf("member %d: propose %q: %v", id, data, err)
+	}
 	for i := 0; ; i++ {
 		c.settle()
 		select {
-		case r := <-res:
-			if r.err != nil {
-				c.t.Fatalf("member %d: propose %q: %v", id, data, r.err)
+		case idx := <-applied:
+			if idx == 0 {
+				c.t.Fatalf("member %d: propose %q: refused", id, data)
 			}
-			return r.idx
+			return idx
 		default:
 		}
 		if i == maxTicks {
-			cancel()
-			<-res
 			c.t.Fatalf("member %d: %q not applied within %d ticks", id, data, maxTicks)
 		}
 		c.tick(1)

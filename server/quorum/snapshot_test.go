@@ -125,7 +125,18 @@ func TestLogFileBoundedByCompaction(t *testing.T) {
 			continue // the first snapshot may still be pending on some member
 		}
 		for id, m := range c.members {
-			logs, snaps := storageFiles(t, m.dir)
+			// A snapshot just written is on disk a moment before the append loop
+			// records it and removes the one before (snapshotWritten).
+			var logs map[string]int64
+			var snaps []string
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				logs, snaps = storageFiles(t, m.dir)
+				if len(snaps) == 1 && !m.node.writing.Load() || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
 			if len(snaps) != 1 {
 				t.Fatalf("member %d after %d entries: snapshots %v; want one", id, (b+1)*perBatch, snaps)
 			}
