@@ -53,6 +53,9 @@ var zooMapped = map[string]func(string) (any, error){
 	"extendedTypesEnabled": javaBool,
 	"jute.maxbuffer":       javaDecode,
 	"reconfigEnabled":      javaBool,
+	// A Java system property in ZooKeeper (-Dreadonlymode.enabled=true), which zoo.cfg
+	// cannot set there; paddock reads it from zoo.cfg under the same name.
+	"readonlymode.enabled": javaBool,
 
 	// zookeeper.enforceQuota and zookeeper.audit.enable, system properties that zoo.cfg
 	// sets without their prefix (docs/quotas.md).
@@ -178,6 +181,7 @@ var zooDirect = []struct{ zk, key string }{
 	{"skipACL", "skip_acl"},
 	{"extendedTypesEnabled", "extended_types"},
 	{"reconfigEnabled", "reconfig_enabled"},
+	{"readonlymode.enabled", "read_only_mode"},
 	{"enforceQuota", "enforce_quota"},
 	{"audit.enable", "audit_enable"},
 	{"jute.maxbuffer", "max_buffer"},
@@ -326,7 +330,6 @@ var zooIgnored = map[string]struct {
 	"localSessionsUpgradingEnabled": {whyNoFeature, javaBool},
 	"emulate353TTLNodes":            {whyNoFeature, nil},
 	"enableEagerACLCheck":           {whyNoFeature, nil},
-	"readonlymode.enabled":          {whyNoFeature, nil},
 	"audit.impl.class":              {"paddock writes its audit log itself, to server.audit_log_file", nil},
 
 	"ssl.quorum.context.supplier.class":          {"a Java class that supplies the SSLContext: paddock builds its TLS from the ssl.quorum.keyStore and trustStore keys", nil},

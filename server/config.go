@@ -161,6 +161,13 @@ type Config struct {
 	// ReconfigEnabled lets a super user (or anyone, with SkipACL) change the ensemble's
 	// membership with the reconfig request (reconfigEnabled).
 	ReconfigEnabled bool
+	// ReadOnlyMode lets a member cut off from its quorum serve reads to the clients that
+	// ask for read-only sessions (readonlymode.enabled; docs/ensemble.md "Read-only
+	// mode"): after two election timeouts without a leader it accepts connect requests
+	// that set readOnly, answers them from its own tree, refuses their writes with
+	// NotReadOnly, and closes them once it follows a leader again. A standalone server is
+	// never cut off and ignores it.
+	ReadOnlyMode bool
 	// Join makes a new member, on its first start with an empty data directory, wait
 	// to be added to a running ensemble by a reconfig, instead of starting a new
 	// ensemble of the members listed in Ensemble.

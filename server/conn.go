@@ -61,6 +61,9 @@ type conn struct {
 	// awaiting is set while the handshake waits for a member to serve again
 	// (replica.takesClients): a member that stops serving leaves it open.
 	awaiting atomic.Bool
+	// readOnly says the connection's session is a read-only member's local session
+	// (readonly.go); set at the handshake, before the read loop starts.
+	readOnly atomic.Bool
 	dec      wire.Decoder // the read loop's, reused for every request
 	timeout  atomic.Int32 // negotiated session timeout, ms
 	reported atomic.Int64 // when the session's activity was last noted for the leader, Unix ms

@@ -24,12 +24,13 @@ func (c *conn) handshake(body []byte) bool {
 	c.stats.PacketReceived()
 	s.received.Add(1)
 	start := time.Now()
-	if !s.log.takesClients(c) {
+	ro, ok := s.log.takesClients(c, req.ReadOnly)
+	if !ok {
 		// A member without a leader does not serve: the client tries another one.
 		s.logger.Debug("refusing client: not serving", "remote", c.nc.RemoteAddr().String())
 		return false
 	}
-	if req.LastZxidSeen > s.lastApplied.Load() && !s.log.reaches(c.ctx, req.LastZxidSeen) {
+	if req.LastZxidSeen > s.lastApplied.Load() && (ro || !s.log.reaches(c.ctx, req.LastZxidSeen)) {
 		// The client has seen a newer state than ours: it must try another server, and
 		// ZooKeeper tells it so by closing the socket without a reply.
 		s.logger.Info("refusing client that has seen a newer zxid", "remote", c.nc.RemoteAddr().String(),
@@ -37,8 +38,27 @@ func (c *conn) handshake(body []byte) bool {
 		return false
 	}
 	timeout := s.negotiateTimeout(req.Timeout)
-	resp := wire.ConnectResponse{Timeout: timeout, HasReadOnly: req.HasReadOnly}
+	resp := wire.ConnectResponse{Timeout: timeout, HasReadOnly: req.HasReadOnly, ReadOnly: ro}
 	switch {
+	case ro && req.SessionID == 0:
+		id := s.nextSessionID.Add(1)
+		password, ok := s.ro.create(id, timeout, time.Now())
+		if !ok {
+			s.logger.Warn("refusing read-only client: too many read-only sessions", "remote", c.nc.RemoteAddr().String(),
+				"max", maxReadOnlySessions)
+			return false
+		}
+		resp.SessionID, resp.Password = id, password
+	case ro && s.globalSession(req.SessionID):
+		// A session of the ensemble: a member cut off from it can neither keep it alive
+		// nor close it, so its client must find a member that serves (ZooKeeper refuses
+		// it the same way).
+		s.logger.Info("refusing a session of the ensemble in read-only mode", "remote", c.nc.RemoteAddr().String(),
+			"session_id", hexID(req.SessionID))
+		return false
+	case ro && s.resumeReadOnly(c, req.SessionID, req.Password):
+		resp.SessionID, resp.Password = req.SessionID, req.Password
+	case ro: // an unknown or expired read-only session: the answer below
 	case req.SessionID == 0:
 		id, password, err := s.createSession(c.ctx, timeout)
 		if err != nil {
@@ -47,9 +67,11 @@ func (c *conn) handshake(body []byte) bool {
 		resp.SessionID, resp.Password = id, password
 	case s.resumeSession(c, req.SessionID, req.Password):
 		resp.SessionID, resp.Password = req.SessionID, req.Password
-	default:
+	}
+	if resp.SessionID == 0 {
 		s.logger.Debug("session expired or unknown", "session_id", hexID(req.SessionID))
-		expired := wire.ConnectResponse{Password: make([]byte, wire.PasswordLen), HasReadOnly: req.HasReadOnly}
+		// ZooKeeper's read-only server says readOnly in this answer too.
+		expired := wire.ConnectResponse{Password: make([]byte, wire.PasswordLen), HasReadOnly: req.HasReadOnly, ReadOnly: ro}
 		c.send(expired.Encode)
 		c.draining.Store(true)
 		c.closeAfterFlush()
@@ -118,10 +140,34 @@ func (s *Server) resumeSession(c *conn, id int64, password []byte) bool {
 	return s.sessions.Touch(id, time.Now())
 }
 
+// globalSession reports whether session id is a session of the ensemble (in the tree).
+func (s *Server) globalSession(id int64) bool {
+	s.treeMu.RLock()
+	defer s.treeMu.RUnlock()
+	return s.tree.Session(id) != nil
+}
+
+// resumeReadOnly reports whether c may resume read-only session id with password,
+// closing the session's earlier connection first, as resumeSession does.
+func (s *Server) resumeReadOnly(c *conn, id int64, password []byte) bool {
+	s.mu.Lock()
+	old := s.sessionConns[id]
+	if old != nil {
+		delete(s.sessionConns, id)
+	}
+	s.mu.Unlock()
+	if old != nil && old != c {
+		old.close()
+	}
+	return s.ro.resume(id, password, time.Now())
+}
+
 // attach makes c the connection of its session, closing any earlier one: a session has
 // one connection at a time (ZooKeeper's CLIENT_RECONNECT).
 func (s *Server) attach(c *conn, id int64) {
-	s.log.keptAlive(id) // a member's leader hears of it with the member's next report
+	if !c.readOnly.Load() {
+		s.log.keptAlive(id) // a member's leader hears of it with the member's next report
+	}
 	s.mu.Lock()
 	old := s.sessionConns[id]
 	s.sessionConns[id] = c

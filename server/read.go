@@ -53,7 +53,7 @@ func (c *conn) answerFromTree(r *request) {
 func (c *conn) read(r *request) (wire.Record, error) {
 	s := c.s
 	switch r.op {
-	case wire.OpPing, wire.OpAuth:
+	case wire.OpPing, wire.OpAuth, wire.OpCloseSession: // closeSession: a read-only session's (readOnlyRequest)
 		return nil, nil
 	case wire.OpSASL:
 		return r.rec, nil // the token saslStep made

@@ -472,6 +472,7 @@ func (r *replica) watchLoop() {
 	defer ticker.Stop()
 	var last quorum.Status
 	var reported time.Time
+	wasReadOnly := false
 	for {
 		select {
 		case <-s.stopping:
@@ -495,6 +496,35 @@ func (r *replica) watchLoop() {
 			reported = now
 		}
 		last = st
+		if ro := r.readOnlyNow(); ro != wasReadOnly {
+			if ro {
+				s.logger.Warn("read-only mode: no leader for two election timeouts; serving read-only clients")
+			} else {
+				s.logger.Info("read-only mode ended")
+			}
+			wasReadOnly = ro
+		}
+		r.expireReadOnly()
+	}
+}
+
+// expireReadOnly ends the read-only sessions whose clients went quiet for their
+// timeout, and closes their connections.
+func (r *replica) expireReadOnly() {
+	s := r.s
+	for _, id := range s.ro.expire(time.Now()) {
+		s.logger.Info("read-only session expired", "session_id", hexID(id))
+		s.mu.Lock()
+		c := s.sessionConns[id]
+		if c != nil && c.readOnly.Load() {
+			delete(s.sessionConns, id)
+		} else {
+			c = nil
+		}
+		s.mu.Unlock()
+		if c != nil {
+			c.close()
+		}
 	}
 }
 
@@ -551,6 +581,26 @@ func (r *replica) startServing() {
 	close(r.servingCh)
 	r.servingCh = make(chan struct{})
 	r.servingMu.Unlock()
+	r.endReadOnly()
+}
+
+// endReadOnly closes the connections of read-only sessions, and ends those sessions: the
+// member serves again, and their clients should reconnect to a member that takes writes
+// (ZooKeeper's read-only server closes every connection when it shuts down). Called
+// after serving is set (takesClients).
+func (r *replica) endReadOnly() {
+	s := r.s
+	n := 0
+	for _, c := range s.connList() {
+		if c.readOnly.Load() {
+			c.close()
+			n++
+		}
+	}
+	s.ro.clear()
+	if n > 0 {
+		s.logger.Info("closed the read-only sessions' connections: serving again", "connections", n)
+	}
 }
 
 // touch notes client traffic on session id, for the next report to the leader.
@@ -652,15 +702,18 @@ func (r *replica) Restore(read quorum.ReadFunc, index, term uint64) error {
 // refuse it: every member refuses during an election, and a client that found them all
 // refusing waits before it tries again (go-zookeeper a second), so writes would resume
 // that much after the election. A member cut off for longer refuses at once, so that
-// its clients go elsewhere.
+// its clients go elsewhere — unless it is in read-only mode (readOnlyNow) and the
+// client asks for a read-only session: it is then taken as one (ro).
 //
 // While it waits, the connection is marked awaiting, and stopServing, which closes every
 // client connection, leaves it open: an election closes the members' connections twice
 // (the leader lost, a new one found), and a handshake held through the first must not
 // be closed by the second. The mark is cleared before serving is read again, and
 // stopServing clears serving before it reads the marks, so a connection is either
-// closed by stopServing or sees that the member stopped serving, never neither.
-func (r *replica) takesClients(c *conn) bool {
+// closed by stopServing or sees that the member stopped serving, never neither. A
+// read-only connection is marked likewise before serving is read again, and
+// startServing sets serving before it closes the marked ones.
+func (r *replica) takesClients(c *conn, readOnly bool) (ro, ok bool) {
 	defer c.awaiting.Store(false)
 	for {
 		r.servingMu.Lock()
@@ -668,12 +721,20 @@ func (r *replica) takesClients(c *conn) bool {
 		r.servingMu.Unlock()
 		c.awaiting.Store(false)
 		if r.serving.Load() {
-			return true
+			return false, true
+		}
+		if readOnly && r.readOnlyNow() {
+			c.readOnly.Store(true)
+			if !r.serving.Load() {
+				return true, true
+			}
+			c.readOnly.Store(false) // it serves again: the client gets a session of the ensemble
+			return false, true
 		}
 		c.awaiting.Store(true)
-		wait := time.Until(time.Unix(0, r.lostAt.Load()).Add(2 * r.s.cfg.ElectionTimeout))
+		wait := time.Until(r.cutOffAt())
 		if wait <= 0 || r.removed.Load() {
-			return false
+			return false, false
 		}
 		timer := time.NewTimer(wait)
 		select {
@@ -681,13 +742,26 @@ func (r *replica) takesClients(c *conn) bool {
 		case <-timer.C:
 		case <-c.ctx.Done():
 			timer.Stop()
-			return false
+			return false, false
 		case <-r.s.stopping:
 			timer.Stop()
-			return false
+			return false, false
 		}
 		timer.Stop()
 	}
+}
+
+// cutOffAt is when the member, not serving since lostAt, counts as cut off from its
+// quorum: two election timeouts later. It then refuses clients at once, or, in
+// read-only mode, serves read-only ones.
+func (r *replica) cutOffAt() time.Time {
+	return time.Unix(0, r.lostAt.Load()).Add(2 * r.s.cfg.ElectionTimeout)
+}
+
+// readOnlyNow reports whether the member is in read-only mode: enabled, not serving, not
+// removed from the ensemble, and cut off from its quorum (cutOffAt).
+func (r *replica) readOnlyNow() bool {
+	return r.s.cfg.ReadOnlyMode && !r.serving.Load() && !r.removed.Load() && !time.Now().Before(r.cutOffAt())
 }
 
 // keptAlive notes client traffic on session id for the next report to the leader; the
@@ -750,6 +824,8 @@ func (r *replica) leading() bool {
 // mode names the member's part as ZooKeeper's srvr does.
 func (r *replica) mode() string {
 	switch st := r.status.Load(); {
+	case r.readOnlyNow():
+		return admin.ModeReadOnly
 	case st != nil && st.Role == quorum.RoleLeader:
 		return admin.ModeLeader
 	case st != nil && st.Role == quorum.RoleLearner:
@@ -761,7 +837,7 @@ func (r *replica) mode() string {
 // fillStats adds the member's part to the admin figures.
 func (r *replica) fillStats(st *admin.Stats) {
 	st.Mode = r.mode()
-	st.NotServing = !r.serving.Load()
+	st.NotServing = !r.serving.Load() && st.Mode != admin.ModeReadOnly
 	q := &admin.QuorumStats{}
 	for _, m := range r.membersNow() {
 		if !m.Observer {

@@ -9,23 +9,33 @@ import (
 
 // holdFixture is a replica of a server that is not started, and a connection of its,
 // for the handshake's wait on a member that lost its leader (replica.takesClients).
-func holdFixture(t *testing.T) (*replica, *conn) {
+func holdFixture(t *testing.T, configure ...func(*Config)) (*replica, *conn) {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.DataDir = t.TempDir()
 	cfg.ElectionTimeout = 2 * time.Second
+	for _, f := range configure {
+		f(&cfg)
+	}
 	s, err := New(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := newReplica(s)
+	s.log = r
+	return r, fixtureConn(t, s)
+}
+
+// fixtureConn is a registered connection of s over a pipe.
+func fixtureConn(t *testing.T, s *Server) *conn {
+	t.Helper()
 	a, b := net.Pipe()
 	t.Cleanup(func() { a.Close(); b.Close() })
 	c := newConn(s, a)
 	if !s.addConn(c) {
 		t.Fatal("connection not registered")
 	}
-	return r, c
+	return c
 }
 
 // TestHandshakeHeldThroughElection: a member that lost its leader a moment ago holds a
@@ -36,7 +46,7 @@ func TestHandshakeHeldThroughElection(t *testing.T) {
 	r, c := holdFixture(t)
 	r.lostAt.Store(time.Now().UnixNano())
 	got := make(chan bool, 1)
-	go func() { got <- r.takesClients(c) }()
+	go func() { _, ok := r.takesClients(c, false); got <- ok }()
 	deadline := time.Now().Add(5 * time.Second)
 	for !c.awaiting.Load() {
 		if time.Now().After(deadline) {
@@ -82,7 +92,7 @@ func TestHandshakeRefusedByALongLeaderlessMember(t *testing.T) {
 	r, c := holdFixture(t)
 	r.lostAt.Store(time.Now().Add(-3 * r.s.cfg.ElectionTimeout).UnixNano())
 	start := time.Now()
-	if r.takesClients(c) {
+	if _, ok := r.takesClients(c, false); ok {
 		t.Fatal("a member leaderless for three election timeouts took a client")
 	}
 	if d := time.Since(start); d > time.Second {
@@ -92,7 +102,7 @@ func TestHandshakeRefusedByALongLeaderlessMember(t *testing.T) {
 	r, c = holdFixture(t)
 	r.lostAt.Store(time.Now().UnixNano())
 	got := make(chan bool, 1)
-	go func() { got <- r.takesClients(c) }()
+	go func() { _, ok := r.takesClients(c, false); got <- ok }()
 	for !c.awaiting.Load() {
 		time.Sleep(time.Millisecond)
 	}

@@ -95,7 +95,8 @@ func (c *conn) dispatch(body []byte) bool {
 	}
 	now := time.Now()
 	sid := c.sessionID.Load()
-	if !s.sessions.Touch(sid, now) {
+	ro := c.readOnly.Load()
+	if ro && !s.ro.touch(sid, now) || !ro && !s.sessions.Touch(sid, now) {
 		// The session has expired and its close is on its way through the log. As in
 		// ZooKeeper the request is dropped and the connection closed; the client learns
 		// of the expiry when it reconnects.
@@ -113,11 +114,16 @@ func (c *conn) dispatch(body []byte) bool {
 	case r.err == wire.OK && h.Op == wire.OpSASL:
 		c.saslStep(r)
 	}
+	if ro {
+		c.readOnlyRequest(r, sid)
+	}
 	if !c.mayProceed(h.Op) {
 		r.err, r.close, r.kind = wire.ErrSessionClosedRequireSASL, true, kindRead
 	}
 	r.ids = c.identities()
-	c.reportActivity(now, sid)
+	if !ro {
+		c.reportActivity(now, sid)
+	}
 	switch r.kind {
 	case kindLog:
 		return c.proposeWrite(r)

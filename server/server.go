@@ -51,6 +51,7 @@ type Server struct {
 	lastApplied atomic.Int64   // the tree's last zxid, readable without treeMu
 	watches     *watch.Registry[*conn]
 	sessions    *session.Table
+	ro          *roSessions // a member's read-only sessions (readonly.go)
 
 	nextSessionID atomic.Int64
 
@@ -126,6 +127,7 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 		conns:        make(map[*conn]struct{}),
 		perIP:        make(map[string]int),
 		sessionConns: make(map[int64]*conn),
+		ro:           newROSessions(cfg.TickTime),
 		room:         make(chan struct{}),
 	}
 	for _, o := range opts {

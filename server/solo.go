@@ -105,7 +105,7 @@ func (sl *solo) close() error {
 	return sl.wal.Close()
 }
 
-func (sl *solo) takesClients(*conn) bool { return true }
+func (sl *solo) takesClients(*conn, bool) (ro, ok bool) { return false, true }
 
 // reaches is false: the standalone log holds every write it acknowledged.
 func (sl *solo) reaches(context.Context, int64) bool { return false }

@@ -33,8 +33,9 @@ type txnLog interface {
 	// takesClients reports whether the server serves clients (a member only while it
 	// follows a leader it has caught up with), for c's handshake. A member that lost
 	// its leader a moment ago waits, while c is open, to see whether it serves again
-	// soon.
-	takesClients(c *conn) bool
+	// soon. A member in read-only mode takes a client that asks for a read-only
+	// session (readOnly), and says so: ro is then set, and so is c.readOnly.
+	takesClients(c *conn, readOnly bool) (ro, ok bool)
 	// reaches reports whether the server's tree reaches zxid, a client's last seen
 	// zxid newer than the tree's now: a member may wait, until ctx ends, for the
 	// writes it has yet to apply.

@@ -13,12 +13,17 @@ import (
 
 func (a *Admin) ruokText(b *bytes.Buffer) { b.WriteString("imok") }
 
+// isroText is IsroCommand: "null" while a member serves no client at all (no leader,
+// not read-only), "ro" in read-only mode, "rw" otherwise.
 func (a *Admin) isroText(b *bytes.Buffer) {
-	if a.src.Stats().Mode == ModeReadOnly {
+	switch st := a.src.Stats(); {
+	case st.NotServing:
+		b.WriteString("null")
+	case st.Mode == ModeReadOnly:
 		b.WriteString("ro")
-		return
+	default:
+		b.WriteString("rw")
 	}
-	b.WriteString("rw")
 }
 
 func (a *Admin) srvrText(b *bytes.Buffer) { a.writeStat(b, false) }

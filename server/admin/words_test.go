@@ -81,6 +81,15 @@ func TestReadOnlyMode(t *testing.T) {
 	if got := serve(t, a, "srvr"); !strings.Contains(got, want) || !strings.Contains(got, "Mode: read-only\n") {
 		t.Errorf("srvr in read-only mode:\n%s", got)
 	}
+	// A member that serves no client at all (no leader, not read-only): IsroCommand's
+	// "null", while srvr and the other words that need a server say it does not serve.
+	src.stats.Mode, src.stats.NotServing = ModeFollower, true
+	if got := serve(t, a, "isro"); got != "null" {
+		t.Errorf("isro on a member that does not serve = %q, want null", got)
+	}
+	if got := serve(t, a, "srvr"); got != notServing+"\n" {
+		t.Errorf("srvr on a member that does not serve = %q", got)
+	}
 }
 
 func TestResets(t *testing.T) {

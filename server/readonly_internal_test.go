@@ -1,0 +1,155 @@
+package server
+
+import (
+	"testing"
+	"time"
+
+	"github.com/paddock/paddock/server/admin"
+	"github.com/paddock/paddock/server/wire"
+)
+
+func readOnlyMode(c *Config) { c.ReadOnlyMode = true }
+
+// A member cut off for longer than two election timeouts takes a client as read-only
+// only if read-only mode is on and the client asks for it; it refuses every other.
+func TestReadOnlyHandshakeDecision(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		enabled, clientRO bool
+		wantRO, wantOK    bool
+	}{
+		{"mode on, read-only client", true, true, true, true},
+		{"mode on, read-write client", true, false, false, false},
+		{"mode off, read-only client", false, true, false, false},
+		{"mode off, read-write client", false, false, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, c := holdFixture(t, func(c *Config) { c.ReadOnlyMode = tc.enabled })
+			r.lostAt.Store(time.Now().Add(-3 * r.s.cfg.ElectionTimeout).UnixNano())
+			ro, ok := r.takesClients(c, tc.clientRO)
+			if ro != tc.wantRO || ok != tc.wantOK {
+				t.Fatalf("takesClients = (ro %v, ok %v), want (%v, %v)", ro, ok, tc.wantRO, tc.wantOK)
+			}
+			if c.readOnly.Load() != tc.wantRO {
+				t.Fatalf("conn.readOnly = %v, want %v", c.readOnly.Load(), tc.wantRO)
+			}
+			wantMode := admin.ModeFollower
+			if tc.enabled {
+				wantMode = admin.ModeReadOnly
+			}
+			if m := r.mode(); m != wantMode {
+				t.Fatalf("mode %q, want %q", m, wantMode)
+			}
+		})
+	}
+}
+
+// A member that serves is never read-only, and takes a read-only client as an ordinary
+// one; a member that lost its leader a moment ago holds a read-only client until it is
+// cut off, and then takes it as read-only.
+func TestReadOnlyOnlyWhenCutOff(t *testing.T) {
+	r, c := holdFixture(t, readOnlyMode)
+	r.serving.Store(true)
+	if ro, ok := r.takesClients(c, true); ro || !ok || c.readOnly.Load() || r.readOnlyNow() {
+		t.Fatalf("a serving member: takesClients = (ro %v, ok %v), readOnlyNow %v", ro, ok, r.readOnlyNow())
+	}
+
+	r, c = holdFixture(t, readOnlyMode, func(c *Config) { c.ElectionTimeout = 100 * time.Millisecond })
+	lost := time.Now()
+	r.lostAt.Store(lost.UnixNano())
+	ro, ok := r.takesClients(c, true)
+	if !ro || !ok {
+		t.Fatalf("takesClients = (ro %v, ok %v), want a read-only session once cut off", ro, ok)
+	}
+	if d := time.Since(lost); d < 2*r.s.cfg.ElectionTimeout {
+		t.Fatalf("taken as read-only %v after the leader was lost, before two election timeouts", d)
+	}
+}
+
+// When the member serves again it closes its read-only connections and ends their
+// sessions, and leaves other connections open.
+func TestServingAgainEndsReadOnlySessions(t *testing.T) {
+	r, c := holdFixture(t, readOnlyMode)
+	r.lostAt.Store(time.Now().Add(-3 * r.s.cfg.ElectionTimeout).UnixNano())
+	if ro, _ := r.takesClients(c, true); !ro {
+		t.Fatal("not taken as read-only")
+	}
+	if _, ok := r.s.ro.create(42, 4000, time.Now()); !ok {
+		t.Fatal("read-only session not created")
+	}
+	other := fixtureConn(t, r.s)
+	other.awaiting.Store(true) // a handshake held for the member to serve again
+	r.startServing()
+	if c.ctx.Err() == nil {
+		t.Fatal("the read-only connection is still open once the member serves")
+	}
+	if other.ctx.Err() != nil {
+		t.Fatal("a connection that was not read-only was closed")
+	}
+	if n := r.s.ro.len(); n != 0 {
+		t.Fatalf("%d read-only sessions left once the member serves", n)
+	}
+	if r.readOnlyNow() {
+		t.Fatal("still read-only while serving")
+	}
+}
+
+// A read-only session resumes with its password only, expires after its timeout
+// without traffic, and the table refuses sessions past its bound.
+func TestROSessions(t *testing.T) {
+	now := time.Now()
+	tab := newROSessions(100 * time.Millisecond)
+	pw, ok := tab.create(7, 1000, now)
+	if !ok || len(pw) != wire.PasswordLen {
+		t.Fatalf("create = %x, %v", pw, ok)
+	}
+	if tab.resume(7, make([]byte, wire.PasswordLen), now) {
+		t.Fatal("resumed with a wrong password")
+	}
+	if tab.resume(8, pw, now) {
+		t.Fatal("resumed an unknown session")
+	}
+	if !tab.resume(7, pw, now.Add(500*time.Millisecond)) {
+		t.Fatal("not resumed with its password")
+	}
+	if got := tab.expire(now.Add(time.Second)); len(got) != 0 {
+		t.Fatalf("expired %v, touched 0.5 s before and with a 1 s timeout", got)
+	}
+	if got := tab.expire(now.Add(2 * time.Second)); len(got) != 1 || got[0] != 7 {
+		t.Fatalf("expire = %v, want [7]", got)
+	}
+	if tab.resume(7, pw, now.Add(2*time.Second)) || tab.touch(7, now.Add(2*time.Second)) {
+		t.Fatal("an expired session resumed or was touched")
+	}
+
+	for id := range int64(maxReadOnlySessions) {
+		if _, ok := tab.create(id+100, 1000, now); !ok {
+			t.Fatalf("session %d of %d refused", id+1, maxReadOnlySessions)
+		}
+	}
+	if _, ok := tab.create(1, 1000, now); ok {
+		t.Fatal("a session past maxReadOnlySessions was made")
+	}
+	tab.remove(100)
+	if _, ok := tab.create(1, 1000, now); !ok {
+		t.Fatal("no room once a session was closed")
+	}
+	tab.clear()
+	if tab.len() != 0 || tab.table.Len() != 0 {
+		t.Fatalf("clear left %d sessions (%d in the table)", tab.len(), tab.table.Len())
+	}
+}
+
+// Every request that changes the tree, and sync, is refused in read-only mode; reads,
+// watches, auth, pings and the session's own close are not.
+func TestRefusedReadOnly(t *testing.T) {
+	for op := wire.Op(-20); op <= 120; op++ {
+		if _, known := wire.NewRequest(op); !known && op != wire.OpCloseSession {
+			continue
+		}
+		want := op.IsWrite() && op != wire.OpCloseSession || op == wire.OpSync || op == wire.OpCheck || op == wire.OpReconfig
+		if got := refusedReadOnly(op); got != want {
+			t.Errorf("refusedReadOnly(%v) = %v, want %v", op, got, want)
+		}
+	}
+}
