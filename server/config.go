@@ -114,7 +114,8 @@ type Config struct {
 	// FourLetterWords is the four-letter-word whitelist; "*" allows all (4lw.commands.whitelist).
 	FourLetterWords []string
 	// AdminAddr is the host:port of the admin HTTP server; empty disables it
-	// (admin.serverAddress:admin.serverPort, admin.enableServer).
+	// (admin.serverAddress:admin.serverPort, admin.enableServer). An address that cannot
+	// be bound is logged and the server serves without it (Server.AdminAddr is nil).
 	AdminAddr string
 	// AdminPprof serves Go's profiles under /debug/pprof/ on the admin port (admin.pprof,
 	// a paddock key). Off by default: they show the command line and the heap.

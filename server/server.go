@@ -159,6 +159,9 @@ func (s *Server) Start() (err error) {
 	if err = s.log.open(); err != nil {
 		return err
 	}
+	// The client ports (listen) and, in an ensemble, the peer port (log.open) are the
+	// server: an address that cannot be bound fails the start. The admin HTTP port is an
+	// add-on (startAdmin), as in a ZooKeeper ensemble member.
 	if err = s.listen(); err != nil {
 		return err
 	}
@@ -177,8 +180,8 @@ func (s *Server) Start() (err error) {
 	s.goroutine(s.reapLoop)
 	s.goroutine(s.gcTuneLoop)
 	s.audit.auditServer(auditStart, auditSuccess)
-	s.logger.Info("serving", "client_addr", s.Addr().String(), "secure_client_addr", s.SecureAddr(), "zxid", hexID(zxid),
-		"sessions", s.sessions.Len(), "data_dir", s.cfg.DataDir)
+	s.logger.Info("serving", "client_addr", s.Addr().String(), "secure_client_addr", s.SecureAddr(),
+		"admin_addr", s.AdminAddr(), "zxid", hexID(zxid), "sessions", s.sessions.Len(), "data_dir", s.cfg.DataDir)
 	return nil
 }
 
@@ -206,9 +209,17 @@ func (s *Server) startAdmin() error {
 	if s.cfg.AdminAddr == "" {
 		return nil
 	}
-	if s.adminLn, err = listenTCP("admin_addr", s.cfg.AdminAddr); err != nil {
-		return err
+	ln, err := listenTCP("admin_addr", s.cfg.AdminAddr)
+	if err != nil {
+		// As a ZooKeeper ensemble member warns "Problem starting AdminServer" and serves
+		// on: three members of one machine whose zoo.cfg files leave admin.serverPort at
+		// 8080 all serve, one of them with the admin port. The four-letter words stay on
+		// the client port; AdminAddr says nil.
+		s.logger.Warn("admin port not served: cannot listen; serving clients without it (the four-letter words still answer on the client port)",
+			"admin_addr", s.cfg.AdminAddr, "err", err)
+		return nil
 	}
+	s.adminLn = ln
 	s.adminSrv = &http.Server{Handler: s.adminHandler(a.Handler()), ReadHeaderTimeout: 10 * time.Second}
 	s.goroutine(func() {
 		if err := s.adminSrv.Serve(s.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -230,7 +241,8 @@ func (s *Server) Addr() net.Addr {
 	return s.ln.Addr()
 }
 
-// AdminAddr returns the admin HTTP listener's address, or nil if it is disabled.
+// AdminAddr returns the admin HTTP listener's address, or nil if it is disabled or its
+// address could not be bound (Start logs why and serves on without it).
 func (s *Server) AdminAddr() net.Addr {
 	if s.adminLn == nil {
 		return nil

@@ -29,7 +29,7 @@ environment variables (PADDOCK_SERVER_CLIENT_ADDR), then the flags below.`,
 	f.String("client-addr", def.ClientAddr, "`host:port` clients connect to in plain TCP; empty with --secure-client-addr for TLS only")
 	f.String("secure-client-addr", def.SecureClientAddr, "`host:port` clients connect to over TLS (needs server.client_tls_key_store; docs/security.md)")
 	f.String("data-dir", def.DataDir, "`directory` for snapshots and the write-ahead log")
-	f.String("admin-addr", def.AdminAddr, "`host:port` of the admin HTTP server; empty disables it")
+	f.String("admin-addr", def.AdminAddr, "`host:port` of the admin HTTP server; empty disables it; if taken, a warning, and the server runs without it")
 	f.Bool("join", def.Join, "a new member of a running ensemble: wait for a reconfig to add it (docs/ensemble.md)")
 	return cmd
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,9 @@ Its ports, all on 127.0.0.1 by default:
   admin    127.0.0.1:8081  --admin-addr HOST:PORT (four-letter words as JSON, /metrics); "" for none
   console  127.0.0.1:8080  --console-addr HOST:PORT
   metrics  127.0.0.1:8091  --metrics-port PORT: the master's /metrics; worker i's on PORT+i; 0 for none
+A port another process holds stops paddock up, but for the admin port: the server logs
+that it is not served and runs without it (the four-letter words answer on the client
+port; the console's sessions and server pages are then empty).
 
 Secure by default: everything listens on 127.0.0.1 unless told otherwise, and on the
 first start the platform's credentials are made in <data-dir>/credentials, one file per
@@ -134,6 +138,12 @@ func runUp(cmd *cobra.Command, _ []string) error {
 	if err := srv.Start(); err != nil {
 		return err
 	}
+	// The console asks the admin port the server bound: none when --admin-addr is empty
+	// or taken (the server warned and serves without it), never whatever else holds it.
+	cfg.AdminAddr = ""
+	if a := srv.AdminAddr(); a != nil {
+		cfg.AdminAddr = a.String()
+	}
 	err = migrateUp(cmd.Context(), srv.Addr().String(), plat, logger)
 	var services []upService
 	if err == nil {
@@ -147,7 +157,8 @@ func runUp(cmd *cobra.Command, _ []string) error {
 	}
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	logger.Info("platform up", "zk", srv.Addr().String(), "services", len(services), "credentials", plat.dir)
+	admin := cmp.Or(cfg.AdminAddr, "not served")
+	logger.Info("platform up", "zk", srv.Addr().String(), "admin", admin, "services", len(services), "credentials", plat.dir)
 	errs := make(chan error, len(services))
 	var wg sync.WaitGroup
 	for _, s := range services {

@@ -27,6 +27,9 @@ type clusterOptions struct {
 	// tls secures the member link with mutual TLS: a CA of the test's, a certificate
 	// for each member naming its id and 127.0.0.1, and zoo.cfg's ssl.quorum.* keys.
 	tls bool
+	// adminPort, if not 0, is every member's admin.serverPort (on 127.0.0.1), as
+	// zoo.cfg files that leave it at 8080 on one machine; 0 turns the admin server off.
+	adminPort int
 }
 
 // cluster is an ensemble of member processes, and the proxies between them.
@@ -43,13 +46,15 @@ type cluster struct {
 	// expectErrors are substrings of the ERROR records a test provokes on purpose;
 	// checkLogs lets them pass.
 	expectErrors []string
+	// adminPort is clusterOptions.adminPort.
+	adminPort int
 }
 
 // newCluster starts an ensemble of n members and waits until every member serves. The
 // processes are killed, the proxies closed and the logs checked when the test ends.
 func newCluster(t *testing.T, n int, opts clusterOptions) *cluster {
 	t.Helper()
-	c := &cluster{t: t}
+	c := &cluster{t: t, adminPort: opts.adminPort}
 	binary := paddock.Path(t)
 	root := t.TempDir()
 	// Registered first, so it runs last: once every process has been killed.
@@ -159,7 +164,12 @@ func (c *cluster) zooCfg(i int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tickTime=%d\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n",
 		tickTime.Milliseconds(), m.dir, m.client)
-	b.WriteString("admin.enableServer=false\n4lw.commands.whitelist=*\n")
+	if c.adminPort != 0 {
+		fmt.Fprintf(&b, "admin.serverAddress=127.0.0.1\nadmin.serverPort=%d\n", c.adminPort)
+	} else {
+		b.WriteString("admin.enableServer=false\n")
+	}
+	b.WriteString("4lw.commands.whitelist=*\n")
 	if c.ca != nil {
 		fmt.Fprintf(&b, "sslQuorum=true\nssl.quorum.keyStore.location=%s\nssl.quorum.trustStore.location=%s\n",
 			filepath.Join(c.certDir, fmt.Sprintf("member-%d.pem", m.id)), filepath.Join(c.certDir, "ca.pem"))

@@ -17,7 +17,8 @@
 // within seconds, sessions and watches that survive failovers, members cut off from a
 // quorum refusing service, every member converging once a fault heals and, in
 // TestLinearizability, that sync-reads and CASes made under a nemesis form a
-// linearizable history (internal/lincheck).
+// linearizable history (internal/lincheck). TestTakenAdminPort starts an ensemble whose
+// zoo.cfg files all name one admin port another process holds: every member serves.
 //
 // Every member's log is checked when its test ends for race reports, panics, Go runtime
 // errors and error records (testutil.Child.LogProblems), and every process must have

@@ -80,7 +80,7 @@ func (m *member) startOnce(life int) error {
 		select {
 		case <-c.Exited():
 			tail := c.LogTail(30)
-			if strings.Contains(tail, "address already in use") {
+			if testutil.PortTakenAtStart(tail) {
 				return fmt.Errorf("%s: %w: %s", m, errPortTaken, tail)
 			}
 			return fmt.Errorf("%s exited during start-up (%v); log tail:\n%s", m, c.ExitErr(), tail)
