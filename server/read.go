@@ -106,7 +106,8 @@ func (c *conn) read(r *request) (wire.Record, error) {
 		}
 		return &wire.ChildrenResponse{Children: paths}, nil
 	case wire.OpWhoAmI:
-		clients := clientInfo(r.ids)
+		// In ZooKeeper's order, not the order the connection added them.
+		clients := clientInfo(zooKeeperOrder(r.ids))
 		if budget := s.replyBudget(); !budget.take(identitiesLen(clients)) {
 			return nil, c.replyTooLarge(r.op, "")
 		}
