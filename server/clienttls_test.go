@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -192,6 +193,22 @@ func TestX509Identity(t *testing.T) {
 	}{{"alice", ca, wire.OK}, {"bob", cb, wire.ErrNoAuth}, {"root (super)", cr, wire.OK}, {"no certificate", anon, wire.ErrNoAuth}} {
 		if f := call(t, tc.c, wire.OpGetData, &wire.PathWatchRequest{Path: "/alice"}); f.Header.Err != tc.want {
 			t.Errorf("%s reads /alice: %v, want %v", tc.name, f.Header.Err, tc.want)
+		}
+	}
+	// whoAmI in ZooKeeper's order, which for root follows from super's id being the
+	// subject, added before x509.
+	ip := wire.Identity{Scheme: "ip", ID: "127.0.0.1"}
+	for _, tc := range []struct {
+		name string
+		c    *conformance.Conn
+		want []wire.Identity
+	}{
+		{"alice", ca, []wire.Identity{{Scheme: "x509", ID: "CN=alice"}, ip}},
+		{"root (super)", cr, []wire.Identity{{Scheme: "super"}, {Scheme: "x509", ID: "CN=root"}, ip}},
+		{"no certificate", anon, []wire.Identity{ip}},
+	} {
+		if got := whoAmI(t, tc.c); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: whoAmI %v, want %v", tc.name, got, tc.want)
 		}
 	}
 	if f := call(t, ca, wire.OpAuth, &wire.AuthPacket{Scheme: "x509"}); f.Header.Err != wire.OK {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -150,20 +151,26 @@ const (
 	maxIdentityLength = 4 << 10 // bytes of one identity's id (a digest's user name and hash)
 )
 
-// addIdentity adds id to the connection's identities, and reports false if the
-// connection already holds maxIdentities or id is longer than maxIdentityLength.
-func (c *conn) addIdentity(id wire.Identity) bool {
+// addIdentity adds ids, in order, to the connection's identities, those it does not
+// hold yet, and reports false, adding none, if that would take it past maxIdentities
+// or one is longer than maxIdentityLength. The order is ZooKeeper's order of
+// addAuthInfo calls: whoAmI lists the identities in an order that depends on it
+// (zooKeeperOrder).
+func (c *conn) addIdentity(ids ...wire.Identity) bool {
 	old := c.identities()
-	for _, o := range old {
-		if o == id {
-			return true
+	all := old[:len(old):len(old)]
+	for _, id := range ids {
+		if slices.Contains(all, id) {
+			continue
 		}
+		if len(all) >= maxIdentities || len(id.Scheme)+len(id.ID) > maxIdentityLength {
+			return false
+		}
+		all = append(all, id)
 	}
-	if len(old) >= maxIdentities || len(id.Scheme)+len(id.ID) > maxIdentityLength {
-		return false
+	if len(all) > len(old) {
+		c.ids.Store(&all)
 	}
-	ids := append(old[:len(old):len(old)], id)
-	c.ids.Store(&ids)
 	return true
 }
 

@@ -106,7 +106,8 @@ func (c *conn) read(r *request) (wire.Record, error) {
 		}
 		return &wire.ChildrenResponse{Children: paths}, nil
 	case wire.OpWhoAmI:
-		clients := clientInfo(r.ids)
+		// In ZooKeeper's order, not the order the connection added them.
+		clients := clientInfo(zooKeeperOrder(r.ids))
 		if budget := s.replyBudget(); !budget.take(identitiesLen(clients)) {
 			return nil, c.replyTooLarge(r.op, "")
 		}
@@ -225,14 +226,18 @@ func (c *conn) ephemerals(prefix string) []string {
 	return out
 }
 
-// clientInfo turns identities into whoAmI entries: the user part for digest, the
-// address for ip, "" for super.
+// clientInfo turns identities into whoAmI entries as AuthUtil.getClientInfos does: the
+// user part for digest, the id for the others, and "" for super, which no provider
+// owns (an x509 super user's super identity has the subject as its id).
 func clientInfo(ids []wire.Identity) []wire.Identity {
 	out := make([]wire.Identity, len(ids))
 	for i, id := range ids {
 		user := id.ID
-		if id.Scheme == datatree.SchemeDigest {
+		switch id.Scheme {
+		case datatree.SchemeDigest:
 			user, _, _ = strings.Cut(id.ID, ":")
+		case datatree.SchemeSuper:
+			user = ""
 		}
 		out[i] = wire.Identity{Scheme: id.Scheme, ID: user}
 	}

@@ -238,14 +238,12 @@ func (c *conn) proposeWrite(r *request) bool {
 func (c *conn) authenticate(a *wire.AuthPacket) bool {
 	switch a.Scheme {
 	case datatree.SchemeDigest:
-		digest := datatree.Digest(string(a.Auth))
-		if !c.addIdentity(wire.Identity{Scheme: datatree.SchemeDigest, ID: digest}) {
-			return c.tooManyIdentities()
+		id := wire.Identity{Scheme: datatree.SchemeDigest, ID: datatree.Digest(string(a.Auth))}
+		if sd := c.s.cfg.SuperDigest; sd != "" && id.ID == sd {
+			// super first, as DigestAuthenticationProvider adds them.
+			return c.addIdentity(wire.Identity{Scheme: datatree.SchemeSuper}, id) || c.tooManyIdentities()
 		}
-		if sd := c.s.cfg.SuperDigest; sd != "" && digest == sd {
-			return c.addIdentity(wire.Identity{Scheme: datatree.SchemeSuper}) || c.tooManyIdentities()
-		}
-		return true
+		return c.addIdentity(id) || c.tooManyIdentities()
 	case datatree.SchemeIP:
 		return c.addIdentity(wire.Identity{Scheme: datatree.SchemeIP, ID: c.ip}) || c.tooManyIdentities()
 	case datatree.SchemeX509:

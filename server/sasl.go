@@ -106,16 +106,14 @@ func (c *conn) saslStep(r *request) {
 // saslAuthenticated adds the identities of a completed exchange: sasl:<user>, and super
 // if the user is SASLSuperUser.
 func (c *conn) saslAuthenticated(user string) error {
-	if !c.addIdentity(wire.Identity{Scheme: SchemeSASL, ID: user}) {
+	ids := []wire.Identity{{Scheme: SchemeSASL, ID: user}}
+	if su := c.s.cfg.SASLSuperUser; su != "" && user == su {
+		ids = append(ids, wire.Identity{Scheme: datatree.SchemeSuper})
+	}
+	if !c.addIdentity(ids...) {
 		c.tooManyIdentities()
 		return errors.New("too many identities")
 	}
 	c.s.logger.Info("sasl authenticated", "user", user, "session_id", hexID(c.sessionID.Load()))
-	if su := c.s.cfg.SASLSuperUser; su != "" && user == su {
-		if !c.addIdentity(wire.Identity{Scheme: datatree.SchemeSuper}) {
-			c.tooManyIdentities()
-			return errors.New("too many identities")
-		}
-	}
 	return nil
 }

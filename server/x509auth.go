@@ -15,7 +15,9 @@ import (
 
 // addCertIdentity gives a connection whose client certificate the handshake verified
 // the identity x509:<subject> (ZooKeeper's X509AuthenticationProvider), and super too
-// when the subject is X509SuperUser. A connection without one keeps its ip identity.
+// when the subject is X509SuperUser: as ZooKeeper adds it, before x509 and with the
+// subject as its id (super:<subject>, where a digest or SASL super user gets super with
+// an empty id). A connection without one keeps its ip identity.
 func (c *conn) addCertIdentity(st tls.ConnectionState) error {
 	if len(st.VerifiedChains) == 0 || len(st.PeerCertificates) == 0 {
 		return nil // no certificate asked for (client_tls_auth none), or none given (want)
@@ -24,14 +26,14 @@ func (c *conn) addCertIdentity(st tls.ConnectionState) error {
 	if err != nil {
 		return fmt.Errorf("client certificate subject: %w", err)
 	}
-	if !c.addIdentity(wire.Identity{Scheme: datatree.SchemeX509, ID: dn}) {
+	ids := []wire.Identity{{Scheme: datatree.SchemeX509, ID: dn}}
+	if su := c.s.cfg.X509SuperUser; su != "" && dn == su {
+		ids = []wire.Identity{{Scheme: datatree.SchemeSuper, ID: dn}, ids[0]}
+	}
+	if !c.addIdentity(ids...) {
 		return fmt.Errorf("client certificate subject longer than %d bytes", maxIdentityLength)
 	}
 	c.x509 = true
-	if su := c.s.cfg.X509SuperUser; su != "" && dn == su {
-		// super with an empty id, as ZooKeeper 3.8's whoami shows it ("super: ").
-		c.addIdentity(wire.Identity{Scheme: datatree.SchemeSuper})
-	}
 	c.s.logger.Debug("client certificate verified", "remote", c.nc.RemoteAddr().String(), "x509", dn)
 	return nil
 }

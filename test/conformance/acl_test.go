@@ -1,6 +1,8 @@
 package conformance
 
 import (
+	"fmt"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/paddock/paddock/server/wire"
@@ -102,6 +104,30 @@ func scenarioACL(sc *Scenario) {
 	s3.setData(sc.Path("other"), []byte("s"), -1)
 	s3.setACL(sc.Path("ro"), wire.OpenACLUnsafe, -1)
 	s3.delete(sc.Path("cr/child"), -1)
+
+	sc.Note("whoAmI's order after the identity table grows: ip and 14 digests, one repeated")
+	s6 := sc.Connect("s6", ConnectOptions{})
+	for i := 1; i <= 14; i++ {
+		s6.auth("digest", fmt.Sprintf("u%d:pw", i))
+		if i == 10 || i == 11 {
+			s6.whoAmI() // 11 and 12 identities: the 12th doubles the table
+		}
+	}
+	s6.auth("digest", "u3:pw")
+	s6.auth("digest", "super:test")
+	s6.whoAmI()
+	s6.Close()
+
+	sc.Note("whoAmI's order when digests share a bin: the ids of these users hash alike in their low 7 bits")
+	s7 := sc.Connect("s7", ConnectOptions{})
+	for i, user := range []string{"t62", "t214", "t340", "t572", "t587", "t796", "t816", "t1195", "t1222", "t1377", "t1408", "t1528"} {
+		s7.auth("digest", user+":pw")
+		if i == 7 || i == 8 || i == 9 {
+			s7.whoAmI() // 8 in one bin; the 9th grows the table to 128 bins; the 10th makes the bin a tree
+		}
+	}
+	s7.whoAmI()
+	s7.Close()
 
 	sc.Note("an unknown scheme: AuthFailed with the request's xid, then the connection closes")
 	s4 := sc.Connect("s4", ConnectOptions{})

@@ -142,7 +142,9 @@ func describeRecord(rec wire.Record) string {
 		for i, c := range r.Clients {
 			parts[i] = c.Scheme + ":" + c.ID
 		}
-		return "identities=[" + strings.Join(SortedLines(parts), " ") + "]" // a HashSet in ZooKeeper
+		// In the order received: ZooKeeper's is its identity set's iteration order, which
+		// paddock gives too.
+		return "identities=[" + strings.Join(parts, " ") + "]"
 	case *wire.WatcherEvent:
 		return fmt.Sprintf("%v state=%d path=%q", r.Type, r.State, r.Path)
 	case *wire.MultiResponse:
