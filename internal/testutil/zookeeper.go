@@ -78,6 +78,9 @@ type ZooKeeperOptions struct {
 	// (a 512 MB heap, the serial collector, the C1 compiler only): a benchmark passes
 	// ZooKeeper's production settings instead. The logging properties stay.
 	JVMFlags []string
+	// ExtraJVMFlags are added after the JVM flags, default or JVMFlags: the system
+	// properties zoo.cfg cannot set, e.g. -Dreadonlymode.enabled=true.
+	ExtraJVMFlags []string
 	// ClientPort, if not 0, is the client port on 127.0.0.1, in place of a free one. An
 	// ensemble member needs it: its server.N line names its client address, and ZooKeeper
 	// refuses a clientPort that differs. A start that finds it taken fails.
@@ -270,7 +273,7 @@ func (o ZooKeeperOptions) jvmFlags(dir string) []string {
 	if o.JuteMaxBuffer > 0 {
 		flags = append(flags, fmt.Sprintf("-Djute.maxbuffer=%d", o.JuteMaxBuffer))
 	}
-	return flags
+	return append(flags, o.ExtraJVMFlags...)
 }
 
 func (o ZooKeeperOptions) startTimeout() time.Duration {
