@@ -123,18 +123,37 @@ var nonName = regexp.MustCompile(`[^a-zA-Z0-9]+`)
 // fails t with a diff if the normalised transcripts differ.
 func compare(t *testing.T, ref, sub target, fn func(*Scenario)) {
 	t.Helper()
-	name := nonName.ReplaceAllString(t.Name()[strings.LastIndex(t.Name(), "/")+1:], "-")
+	refRoot, subRoot := roots(t)
+	compareAt(t, ref, sub, refRoot, subRoot, fn, fn)
+}
+
+// roots returns the fresh root paths of the test's scenario on the reference and the
+// subject.
+func roots(t *testing.T) (ref, sub string) {
+	name := testName(t)
+	return fmt.Sprintf("/cf-%s-r-%s", runID, name), fmt.Sprintf("/cf-%s-s-%s", runID, name)
+}
+
+func testName(t *testing.T) string {
+	return nonName.ReplaceAllString(t.Name()[strings.LastIndex(t.Name(), "/")+1:], "-")
+}
+
+// compareAt is compare with the roots given, and a scenario function for each target
+// (the same scenario, holding what differs between the targets' set-ups).
+func compareAt(t *testing.T, ref, sub target, refRoot, subRoot string, refFn, subFn func(*Scenario)) {
+	t.Helper()
+	name := testName(t)
 	var refText, subText string
 	var refErr, subErr error
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		refText, refErr = Run(ref.addr, fmt.Sprintf("/cf-%s-r-%s", runID, name), fn)
+		refText, refErr = Run(ref.addr, refRoot, refFn)
 	}()
 	go func() {
 		defer wg.Done()
-		subText, subErr = Run(sub.addr, fmt.Sprintf("/cf-%s-s-%s", runID, name), fn)
+		subText, subErr = Run(sub.addr, subRoot, subFn)
 	}()
 	wg.Wait()
 	if *flagTranscripts != "" {
