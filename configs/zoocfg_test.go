@@ -176,6 +176,12 @@ znode.container.maxPerMinute=600
 			},
 		},
 		{
+			// A JVM property in ZooKeeper (-Dreadonlymode.enabled=true); read from zoo.cfg.
+			name: "read-only mode",
+			cfg:  "dataDir=DIR\nclientPort=2181\nreadonlymode.enabled=true\n",
+			want: func(c *server.Config) { c.ClientAddr, c.ReadOnlyMode = ":2181", true },
+		},
+		{
 			name: "quotas and audit",
 			cfg:  "dataDir=DIR\nclientPort=2181\nenforceQuota=true\naudit.enable=True\n",
 			want: func(c *server.Config) { c.ClientAddr, c.EnforceQuota, c.AuditEnable = ":2181", true, true },
