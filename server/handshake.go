@@ -122,15 +122,7 @@ func (s *Server) createSession(ctx context.Context, timeout int32) (int64, []byt
 // exists, has not expired, and the password matches. Like ZooKeeper, it first closes the
 // session's current connection, before looking at the password.
 func (s *Server) resumeSession(c *conn, id int64, password []byte) bool {
-	s.mu.Lock()
-	old := s.sessionConns[id]
-	if old != nil {
-		delete(s.sessionConns, id)
-	}
-	s.mu.Unlock()
-	if old != nil && old != c {
-		old.close()
-	}
+	s.detach(c, id)
 	s.treeMu.RLock()
 	sess := s.tree.Session(id)
 	s.treeMu.RUnlock()
@@ -150,6 +142,12 @@ func (s *Server) globalSession(id int64) bool {
 // resumeReadOnly reports whether c may resume read-only session id with password,
 // closing the session's earlier connection first, as resumeSession does.
 func (s *Server) resumeReadOnly(c *conn, id int64, password []byte) bool {
+	s.detach(c, id)
+	return s.ro.resume(id, password, time.Now())
+}
+
+// detach closes the connection session id has, if any and not c, and forgets it.
+func (s *Server) detach(c *conn, id int64) {
 	s.mu.Lock()
 	old := s.sessionConns[id]
 	if old != nil {
@@ -159,7 +157,6 @@ func (s *Server) resumeReadOnly(c *conn, id int64, password []byte) bool {
 	if old != nil && old != c {
 		old.close()
 	}
-	return s.ro.resume(id, password, time.Now())
 }
 
 // attach makes c the connection of its session, closing any earlier one: a session has
