@@ -189,6 +189,12 @@ func runZkCliSteps(t *testing.T, addr string, steps []cliStep) [][]string {
 // runZkCliStepsWith is runZkCliSteps with JVM flags (CLIENT_JVMFLAGS), e.g. TLS's.
 func runZkCliStepsWith(t *testing.T, addr string, jvmFlags []string, steps []cliStep) [][]string {
 	t.Helper()
+	return runZkCliArgs(t, []string{"-server", addr}, jvmFlags, steps)
+}
+
+// runZkCliArgs is runZkCliStepsWith with zkCli's own arguments (-server addr, -r ...).
+func runZkCliArgs(t *testing.T, cliArgs, jvmFlags []string, steps []cliStep) [][]string {
+	t.Helper()
 	var in strings.Builder
 	for i, s := range steps {
 		fmt.Fprintf(&in, "stat %s%d\n%s\n", markPrefix, i, s.cmd)
@@ -196,7 +202,7 @@ func runZkCliStepsWith(t *testing.T, addr string, jvmFlags []string, steps []cli
 	fmt.Fprintf(&in, "stat %s%d\nquit\n", markPrefix, len(steps))
 	// stdout and stderr share one pipe so that lines stay in the order zkCli wrote them
 	// (it prints "Created" and errors on stderr, data and stats on stdout).
-	cmd := exec.Command(zkCliPath, "-server", addr)
+	cmd := exec.Command(zkCliPath, cliArgs...)
 	if len(jvmFlags) > 0 {
 		cmd.Env = append(os.Environ(), "CLIENT_JVMFLAGS="+strings.Join(jvmFlags, " "))
 	}
