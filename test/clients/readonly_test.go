@@ -287,3 +287,36 @@ func TestKazooReadOnly(t *testing.T) {
 			err, tail(out, 20), tail(stderr.String(), 40))
 	}
 }
+
+// TestZkCliReadOnly runs Apache's zkCli.sh -r (a client that allows a read-only
+// session) against a member cut off from its quorum: it reads the tree, and every write,
+// and sync, fails NotReadOnly, which zkCli prints as Java's message for
+// KeeperException.NotReadOnlyException.
+func TestZkCliReadOnly(t *testing.T) {
+	requireFile(t, zkCliPath, "zookeeper")
+	re := startReadOnlyEnsemble(t)
+	steps := []cliStep{
+		{cmd: "get /ro", want: []string{"root"}},
+		{cmd: "ls /ro", want: []string{"[a, b]"}},
+		{cmd: "ls -R /ro", want: []string{"/ro", "/ro/a", "/ro/b", "/ro/b/c"}},
+		{cmd: "get /ro/b/c", want: []string{"gamma"}},
+		// zkCli's text for KeeperException.NotReadOnlyException (CliWrapperException).
+		{cmd: "create /ro/new x", want: []string{"Not a read-only call: /ro/new"}},
+		{cmd: "create -e /ro/eph x", want: []string{"Not a read-only call: /ro/eph"}},
+		{cmd: "set /ro/a x", want: []string{"Not a read-only call: /ro/a"}},
+		{cmd: "setAcl /ro/a world:anyone:r", want: []string{"Not a read-only call: /ro/a"}},
+		{cmd: "delete /ro/b/c", want: []string{"Not a read-only call: /ro/b/c"}},
+		// sync prints the result code: -119 is NOTREADONLY.
+		{cmd: "sync /ro", want: []string{"Sync has failed. rc=-119"}},
+		{cmd: "get /ro/a", want: []string{"alpha"}},
+		{cmd: "getAcl /ro/a", want: []string{"'world,'anyone", ": cdrwa"}},
+	}
+	start := time.Now()
+	got := runZkCliArgs(t, []string{"-r", "-server", re.addrs[0]}, nil, steps)
+	t.Logf("zkCli took %v", time.Since(start).Round(time.Millisecond))
+	for i, step := range steps {
+		if err := matchLines(got[i], step.want, step.unordered); err != nil {
+			t.Errorf("step %d %q: %v\n got: %q\nwant: %q", i, step.cmd, err, got[i], step.want)
+		}
+	}
+}
