@@ -23,8 +23,10 @@ import (
 //   - reads, watches, auth and pings are answered as ever; every request that would change
 //     the tree, and sync, is answered NotReadOnly (refusedReadOnly), the connection left
 //     open;
-//   - once the member follows a leader again, its read-only connections are closed so that
-//     their clients reconnect to a member that takes writes (replica.startServing).
+//   - once the member knows a leader again, its read-only connections are closed so that
+//     their clients reconnect to a member that takes writes (replica.endReadOnly, from
+//     watchLoop, and again from startServing for a handshake that raced it); until it has
+//     caught up with that leader it takes no client, as a ZooKeeper follower syncing.
 
 // maxReadOnlySessions bounds the sessions a read-only member keeps: a client that opens
 // connections and leaves them would otherwise grow the table until its sessions time

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/paddock/paddock/server/admin"
+	"github.com/paddock/paddock/server/quorum"
 	"github.com/paddock/paddock/server/wire"
 )
 
@@ -151,5 +152,27 @@ func TestRefusedReadOnly(t *testing.T) {
 		if got := refusedReadOnly(op); got != want {
 			t.Errorf("refusedReadOnly(%v) = %v, want %v", op, got, want)
 		}
+	}
+}
+
+// An election that finds no leader (a new term, nothing more) leaves a read-only
+// connection open; a member that knows a leader again is not read-only, and takes no
+// read-only client while it catches up.
+func TestReadOnlyThroughAnElection(t *testing.T) {
+	r, c := holdFixture(t, readOnlyMode)
+	r.lostAt.Store(time.Now().Add(-3 * r.s.cfg.ElectionTimeout).UnixNano())
+	if ro, _ := r.takesClients(c, true); !ro {
+		t.Fatal("not taken as read-only")
+	}
+	r.stopServing()
+	if c.ctx.Err() != nil {
+		t.Fatal("stopServing closed a read-only connection")
+	}
+	r.status.Store(&quorum.Status{Leader: 2, Term: 3})
+	if r.readOnlyNow() || r.mode() == admin.ModeReadOnly {
+		t.Fatal("read-only while it knows a leader")
+	}
+	if ro, ok := r.takesClients(fixtureConn(t, r.s), true); ro || ok {
+		t.Fatalf("takesClients while catching up = (ro %v, ok %v), want a refusal", ro, ok)
 	}
 }

@@ -501,6 +501,7 @@ func (r *replica) watchLoop() {
 				s.logger.Warn("read-only mode: no leader for two election timeouts; serving read-only clients")
 			} else {
 				s.logger.Info("read-only mode ended")
+				r.endReadOnly()
 			}
 			wasReadOnly = ro
 		}
@@ -549,6 +550,8 @@ func (r *replica) leaderChanged(st quorum.Status) {
 // stopServing stops serving clients until catchUp (never, once removed): the
 // proposals waiting are given up and every client connection is closed, so that
 // clients reconnect, here or elsewhere, to a state at least as new as the last they saw.
+// Read-only connections are left to the end of read-only mode (endReadOnly): an election
+// that finds no leader, a new term and nothing more, does not end it.
 func (r *replica) stopServing() {
 	if r.serving.Swap(false) {
 		r.lostAt.Store(time.Now().UnixNano())
@@ -556,7 +559,7 @@ func (r *replica) stopServing() {
 	}
 	r.failPending()
 	for _, c := range r.s.connList() {
-		if !c.awaiting.Load() {
+		if !c.awaiting.Load() && !c.readOnly.Load() {
 			c.close()
 		}
 	}
@@ -759,9 +762,15 @@ func (r *replica) cutOffAt() time.Time {
 }
 
 // readOnlyNow reports whether the member is in read-only mode: enabled, not serving, not
-// removed from the ensemble, and cut off from its quorum (cutOffAt).
+// removed from the ensemble, cut off from its quorum (cutOffAt), and knowing no leader. A
+// member that found a leader is about to serve once it has caught up: like a ZooKeeper
+// follower syncing with its leader, it takes no client meanwhile.
 func (r *replica) readOnlyNow() bool {
-	return r.s.cfg.ReadOnlyMode && !r.serving.Load() && !r.removed.Load() && !time.Now().Before(r.cutOffAt())
+	if !r.s.cfg.ReadOnlyMode || r.serving.Load() || r.removed.Load() || time.Now().Before(r.cutOffAt()) {
+		return false
+	}
+	st := r.status.Load()
+	return st == nil || st.Leader == 0
 }
 
 // keptAlive notes client traffic on session id for the next report to the leader; the
