@@ -18,6 +18,11 @@
 //	/assign                         persistent  its data version is the active master's epoch
 //	/assign/<worker>                persistent  created by the worker at start
 //	/assign/<worker>/task-<seq>     persistent  by the master: an Assignment; the worker marks it started
+//	/jobs/<job>                     persistent  by a client: a Job (a task template, a cron schedule,
+//	                                            misfire and concurrency policies, enabled)
+//	/jobs/<job>/fires/fire-<time>   persistent  by the master: a Fire, one per scheduled time (UTC,
+//	                                            yyyymmddThhmmssZ): started (with its task), queued or
+//	                                            skipped; created in the multi that submits its task
 //
 // With role ACLs (the services' roles key; on by default under paddock up) each node
 // gets the ACL Layout.ACLRules gives its path: only submitters, the console and the

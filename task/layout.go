@@ -51,6 +51,10 @@ func (l Layout) Clock() string                       { return l.join("clock") }
 func (l Layout) Assign() string                      { return l.join("assign") }
 func (l Layout) AssignDir(worker string) string      { return l.join("assign", worker) }
 func (l Layout) Assignment(worker, id string) string { return l.join("assign", worker, id) }
+func (l Layout) Jobs() string                        { return l.join("jobs") }
+func (l Layout) Job(name string) string              { return l.join("jobs", name) }
+func (l Layout) Fires(job string) string             { return l.join("jobs", job, firesName) }
+func (l Layout) Fire(job, fire string) string        { return l.join("jobs", job, firesName, fire) }
 
 const (
 	taskPrefix    = "task-"
@@ -58,6 +62,7 @@ const (
 	cancelName    = "cancel"
 	attemptPrefix = "attempt-"
 	lostPrefix    = "lost-"
+	firesName     = "fires"
 )
 
 func attemptName(n int) string { return fmt.Sprintf("%s%010d", attemptPrefix, n) }

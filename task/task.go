@@ -57,6 +57,10 @@ type Spec struct {
 	// Token identifies the submission, so that a submit whose reply was lost can find
 	// whether its create was applied, instead of creating the task twice.
 	Token string `json:"token,omitempty"`
+	// Job names the job the task is a run of, if any; Scheduled is the scheduled time
+	// of the fire that started it (zero for a run-now).
+	Job       string    `json:"job,omitempty"`
+	Scheduled time.Time `json:"scheduled,omitzero"`
 }
 
 // Validate reports every problem of the spec, each naming its field.

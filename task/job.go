@@ -1,0 +1,337 @@
+package task
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	_ "time/tzdata" // a job's time zone must load on a machine without a zoneinfo database
+
+	"github.com/robfig/cron/v3"
+)
+
+// A Job runs its task on a schedule: the active master records each scheduled time once,
+// as a fire under the job (/jobs/<job>/fires/<time>), and starts a task for it, a task like
+// any other (retries, timeout, cancel, output and the exactly-once status apply). The
+// fire is recorded in the same multi that creates the task, fenced by the master's
+// epoch, and named for its scheduled time, so neither a failover nor two masters can
+// skip or double one (docs/tasks.md "Jobs").
+type Job struct {
+	// Name is the job's node name under /jobs; set from the path when read.
+	Name string `json:"name,omitempty"`
+	// Task is what each fire runs. Its Submitted and Token are set per fire.
+	Task Spec `json:"task"`
+	// Schedule is a cron expression: five fields (minute hour day-of-month month
+	// day-of-week) or six with seconds first, or a descriptor (@hourly, @every 30s).
+	// Empty: the job runs only when asked (run-now).
+	Schedule string `json:"schedule,omitempty"`
+	// TimeZone is the IANA zone the schedule is read in ("Europe/Paris"); empty is UTC.
+	TimeZone string `json:"time_zone,omitempty"`
+	// Start and End bound the scheduled times fired; zero is unbounded.
+	Start time.Time `json:"start,omitzero"`
+	End   time.Time `json:"end,omitzero"`
+	// Misfire says what to do with scheduled times that passed while no master could
+	// fire them (more than MisfireThreshold late): run_once (the latest of them runs,
+	// the others are recorded skipped) or skip (all recorded skipped).
+	Misfire string `json:"misfire,omitempty"`
+	// MisfireThreshold is how late a fire may be and still run as scheduled.
+	MisfireThreshold Duration `json:"misfire_threshold,omitempty"`
+	// Concurrency says what a fire does while an earlier run of the job has not ended:
+	// skip (recorded skipped), queue (recorded queued, its task started when the runs
+	// before it have ended) or allow (runs alongside).
+	Concurrency string `json:"concurrency,omitempty"`
+	// Enabled: a disabled job is not fired (run-now still runs it). EnabledSince is when
+	// it was last enabled: times before it are never fired or recorded.
+	Enabled      bool      `json:"enabled"`
+	EnabledSince time.Time `json:"enabled_since,omitzero"`
+	// History is how many fire records the master keeps (the oldest are deleted).
+	History int `json:"history,omitempty"`
+	// Created and Updated are when a client wrote the job.
+	Created time.Time `json:"created,omitzero"`
+	Updated time.Time `json:"updated,omitzero"`
+}
+
+// Misfire and concurrency policies.
+const (
+	MisfireRunOnce = "run_once"
+	MisfireSkip    = "skip"
+
+	ConcurrencySkip  = "skip"
+	ConcurrencyQueue = "queue"
+	ConcurrencyAllow = "allow"
+)
+
+// Job defaults and bounds.
+const (
+	DefaultMisfireThreshold = 5 * time.Second
+	DefaultHistory          = 1000
+	MaxHistory              = 100_000
+	// MaxQueued bounds a job's queued fires (concurrency queue): past it a fire is
+	// recorded skipped.
+	MaxQueued = 100
+	// MaxBacklog bounds the fire records one round writes for a job: scheduled times
+	// missed beyond it (a per-second job after an hour without a master) are covered
+	// by one record that says how many it stands for.
+	MaxBacklog = 100
+)
+
+var jobNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// CheckJobName reports whether name can name a job: 1 to 128 letters, digits, '.', '_'
+// or '-', starting with a letter or digit.
+func CheckJobName(name string) error {
+	if !jobNamePattern.MatchString(name) {
+		return fmt.Errorf("job name %q: want 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+	}
+	return nil
+}
+
+// cronParser reads five fields, or six with seconds first, and descriptors.
+var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month |
+	cron.Dow | cron.Descriptor)
+
+// ParseSchedule parses a cron expression read in the time zone tz (empty: UTC).
+func ParseSchedule(expr, tz string) (cron.Schedule, error) {
+	loc := time.UTC
+	if tz != "" {
+		var err error
+		if loc, err = time.LoadLocation(tz); err != nil {
+			return nil, fmt.Errorf("time_zone %q: %w", tz, err)
+		}
+	}
+	if strings.Contains(expr, "TZ=") {
+		return nil, fmt.Errorf("schedule %q: give the zone in time_zone, not in the expression", expr)
+	}
+	s, err := cronParser.Parse(expr)
+	if err != nil {
+		return nil, fmt.Errorf("schedule %q: %w", expr, err)
+	}
+	if spec, ok := s.(*cron.SpecSchedule); ok {
+		spec.Location = loc
+	}
+	return s, nil
+}
+
+// WithDefaults returns the job with its empty policies set to the defaults.
+func (j Job) WithDefaults() Job {
+	if j.Misfire == "" {
+		j.Misfire = MisfireRunOnce
+	}
+	if j.Concurrency == "" {
+		j.Concurrency = ConcurrencySkip
+	}
+	if j.MisfireThreshold == 0 {
+		j.MisfireThreshold = Duration(DefaultMisfireThreshold)
+	}
+	if j.History == 0 {
+		j.History = DefaultHistory
+	}
+	return j
+}
+
+// Validate reports every problem of the job, each naming its field.
+func (j *Job) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("job: %s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if err := CheckJobName(j.Name); err != nil {
+		bad("name", "%v", err)
+	}
+	if j.Schedule != "" {
+		if _, err := ParseSchedule(j.Schedule, j.TimeZone); err != nil {
+			bad("schedule", "%v", err)
+		}
+	} else if j.TimeZone != "" {
+		if _, err := time.LoadLocation(j.TimeZone); err != nil {
+			bad("time_zone", "%v", err)
+		}
+	}
+	if !j.Start.IsZero() && !j.End.IsZero() && !j.End.After(j.Start) {
+		bad("end", "%v is not after start %v", j.End, j.Start)
+	}
+	switch j.Misfire {
+	case "", MisfireRunOnce, MisfireSkip:
+	default:
+		bad("misfire", "%q: want %s or %s", j.Misfire, MisfireRunOnce, MisfireSkip)
+	}
+	switch j.Concurrency {
+	case "", ConcurrencySkip, ConcurrencyQueue, ConcurrencyAllow:
+	default:
+		bad("concurrency", "%q: want %s, %s or %s", j.Concurrency, ConcurrencySkip, ConcurrencyQueue, ConcurrencyAllow)
+	}
+	if j.MisfireThreshold < 0 {
+		bad("misfire_threshold", "%v is negative", j.MisfireThreshold)
+	}
+	if j.History < 0 || j.History > MaxHistory {
+		bad("history", "%d: want 0 (the default, %d) to %d", j.History, DefaultHistory, MaxHistory)
+	}
+	t := j.Task
+	if err := t.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("job: task: %w", err))
+	}
+	if len(errs) == 0 {
+		if b, _ := json.Marshal(j); len(b) > MaxSpecSize {
+			bad("size", "%d bytes of JSON: at most %d", len(b), MaxSpecSize)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Fire is the record of one scheduled time of a job, /jobs/<job>/fires/<name>, written
+// by the active master.
+type Fire struct {
+	Scheduled time.Time `json:"scheduled"`
+	// Recorded is when the master wrote the record (its clock).
+	Recorded time.Time `json:"recorded"`
+	// Outcome is started (a task was submitted), queued (its task waits for the job's
+	// earlier runs to end) or skipped.
+	Outcome string `json:"outcome"`
+	// Reason says why a fire was skipped or queued, or that it ran late.
+	Reason string `json:"reason,omitempty"`
+	// Covers, when more than 1, says the record stands for that many scheduled times,
+	// from First to Scheduled, all skipped as misfires (MaxBacklog).
+	Covers int       `json:"covers,omitempty"`
+	First  time.Time `json:"first,omitzero"`
+	// Task is the task started for it (once started).
+	Task  string `json:"task,omitempty"`
+	Epoch int32  `json:"epoch"`
+}
+
+// Fire outcomes.
+const (
+	FireStarted = "started"
+	FireQueued  = "queued"
+	FireSkipped = "skipped"
+)
+
+// Reasons a fire gives.
+const (
+	ReasonMisfire = "misfire: no master could fire it on time"
+	ReasonLate    = "late: the latest of the times missed while no master could fire them (misfire run_once)"
+	ReasonRunning = "an earlier run of the job has not ended (concurrency skip)"
+	ReasonQueued  = "waits for the job's earlier runs to end (concurrency queue)"
+	ReasonQueue   = "the job's queue is full (concurrency queue)"
+)
+
+// fireLayout is the name format of a fire: its scheduled time in UTC, to the second,
+// so that names sort in time order.
+const fireLayout = "20060102T150405Z"
+
+// FireName names the fire of a scheduled time.
+func FireName(scheduled time.Time) string { return "fire-" + scheduled.UTC().Format(fireLayout) }
+
+// ParseFireName returns the scheduled time a fire's name holds.
+func ParseFireName(name string) (time.Time, error) {
+	rest, ok := strings.CutPrefix(name, "fire-")
+	if !ok {
+		return time.Time{}, fmt.Errorf("fire name %q: want fire-<yyyymmddThhmmssZ>", name)
+	}
+	return time.Parse(fireLayout, rest)
+}
+
+// Decision is what the master records for one scheduled time (or, with Covers, a run
+// of them).
+type Decision struct {
+	Scheduled time.Time
+	Outcome   string
+	Reason    string
+	Covers    int
+	First     time.Time
+}
+
+// PlanState is what the master knows of a job when it plans its fires.
+type PlanState struct {
+	// After is the last scheduled time already recorded (or the job's EnabledSince):
+	// only later times are planned.
+	After time.Time
+	// Running says an earlier run of the job has not ended; Queued counts its queued
+	// fires.
+	Running bool
+	Queued  int
+}
+
+// maxEnumerate bounds the scheduled times one plan looks at: past it (a per-second job
+// after a day without a master) the plan skips ahead to the last MaxBacklog of them,
+// and covers the rest with one record.
+const maxEnumerate = 100_000
+
+// Plan decides what to record for the scheduled times of job j (with defaults) in
+// (st.After, now], at most MaxBacklog+1 decisions, in time order; next is the first
+// scheduled time after now (zero when there is none). A pure function: the master
+// records the decisions, each in its own fenced multi, and plans again at next.
+func Plan(j Job, sched cron.Schedule, st PlanState, now time.Time) (out []Decision, next time.Time) {
+	j = j.WithDefaults()
+	from := st.After
+	if !j.Start.IsZero() && j.Start.After(from) {
+		from = j.Start.Add(-time.Second) // Start itself may be a scheduled time
+	}
+	var due []time.Time
+	t := sched.Next(from)
+	for ; !t.IsZero() && !t.After(now) && len(due) < maxEnumerate; t = sched.Next(t) {
+		if !j.End.IsZero() && t.After(j.End) {
+			t = time.Time{}
+			break
+		}
+		due = append(due, t)
+	}
+	next = t
+	if !j.End.IsZero() && next.After(j.End) {
+		next = time.Time{}
+	}
+	misfire := j.Misfire
+	if len(due) == maxEnumerate && !next.IsZero() && !next.After(now) {
+		// More than maxEnumerate due: the rest are planned next round, from here, and
+		// only the last round runs the latest missed time (run_once).
+		next, misfire = now, MisfireSkip
+	}
+	threshold := time.Duration(j.MisfireThreshold)
+	var missed, onTime []time.Time
+	for _, t := range due {
+		if now.Sub(t) > threshold {
+			missed = append(missed, t)
+		} else {
+			onTime = append(onTime, t)
+		}
+	}
+	running, queued := st.Running, st.Queued
+	start := func(t time.Time, reason string) {
+		switch {
+		case !running || j.Concurrency == ConcurrencyAllow:
+			out = append(out, Decision{Scheduled: t, Outcome: FireStarted, Reason: reason})
+			running = true
+		case j.Concurrency == ConcurrencyQueue && queued < MaxQueued:
+			out = append(out, Decision{Scheduled: t, Outcome: FireQueued, Reason: ReasonQueued})
+			queued++
+		case j.Concurrency == ConcurrencyQueue:
+			out = append(out, Decision{Scheduled: t, Outcome: FireSkipped, Reason: ReasonQueue})
+		default:
+			out = append(out, Decision{Scheduled: t, Outcome: FireSkipped, Reason: ReasonRunning})
+		}
+	}
+	if len(missed) > 0 {
+		last := len(missed) - 1
+		skipped := missed
+		if misfire == MisfireRunOnce {
+			skipped = missed[:last]
+		}
+		// The oldest skipped times beyond MaxBacklog share one record, at the last of them.
+		if n := len(skipped) - MaxBacklog; n > 0 {
+			out = append(out, Decision{Scheduled: skipped[n], Outcome: FireSkipped, Reason: ReasonMisfire,
+				Covers: n + 1, First: skipped[0]})
+			skipped = skipped[n+1:]
+		}
+		for _, t := range skipped {
+			out = append(out, Decision{Scheduled: t, Outcome: FireSkipped, Reason: ReasonMisfire})
+		}
+		if misfire == MisfireRunOnce {
+			start(missed[last], ReasonLate)
+		}
+	}
+	for _, t := range onTime {
+		start(t, "")
+	}
+	return out, next
+}
