@@ -216,8 +216,14 @@ func (l *leader) create(path string, data []byte) *zk.CreateRequest {
 }
 
 // multi runs ops after a check of this term's epoch, all or nothing. It returns
-// errFenced if the check failed, else the error of the op that failed.
+// errFenced if the check failed, else the error of the op that failed (an *opError).
 func (l *leader) multi(ops ...any) error {
+	_, err := l.multiResults(ops...)
+	return err
+}
+
+// multiResults is multi, returning the results of ops (the epoch check's left out).
+func (l *leader) multiResults(ops ...any) ([]zk.MultiResponse, error) {
 	all := append([]any{&zk.CheckVersionRequest{Path: l.l.Assign(), Version: l.epoch}}, ops...)
 	res, err := l.conn.Multi(all...)
 	for i, r := range res {
@@ -225,12 +231,24 @@ func (l *leader) multi(ops ...any) error {
 			continue
 		}
 		if i == 0 && errors.Is(r.Error, zk.ErrBadVersion) {
-			return errFenced
+			return nil, errFenced
 		}
-		return fmt.Errorf("%s: %w", opPath(all[i]), r.Error)
+		return nil, &opError{path: opPath(all[i]), err: r.Error}
 	}
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return res[1:], nil
 }
+
+// opError is the error of one op of a multi, with the path it was on.
+type opError struct {
+	path string
+	err  error
+}
+
+func (e *opError) Error() string { return fmt.Sprintf("%s: %v", e.path, e.err) }
+func (e *opError) Unwrap() error { return e.err }
 
 func opPath(op any) string {
 	switch op := op.(type) {
@@ -239,6 +257,8 @@ func opPath(op any) string {
 	case *zk.DeleteRequest:
 		return op.Path
 	case *zk.CheckVersionRequest:
+		return op.Path
+	case *zk.SetDataRequest:
 		return op.Path
 	}
 	return "?"

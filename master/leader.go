@@ -40,12 +40,13 @@ type leader struct {
 	assign  map[string]map[string]*slot // assignment directory -> task -> its assignment
 	tasks   map[string]*taskState       // tasks not ended, by id
 	ended   map[string]task.State       // tasks known ended
+	jobs    map[string]*jobState        // jobs, by name (schedule.go)
 
 	// Which watches are armed: a list is read with a new watch only when its last one
 	// has fired, so that re-reading does not pile up watches.
-	workersArmed, tasksArmed, drainArmed bool
-	assignArmed                          map[string]bool
-	workerArmed                          map[string]bool // a data watch on /workers/<id>
+	workersArmed, tasksArmed, drainArmed, jobsArmed bool
+	assignArmed                                     map[string]bool
+	workerArmed                                     map[string]bool // a data watch on /workers/<id>
 
 	mu    sync.Mutex    // guards dirty
 	dirty dirtySet      // what fired watches say changed
@@ -85,6 +86,8 @@ type dirtySet struct {
 	tasks   bool
 	assign  map[string]bool
 	task    map[string]bool
+	jobs    bool            // the list of jobs
+	job     map[string]bool // jobs whose data watch fired
 }
 
 func newLeader(m *Master, s *coordinator.Session, h *coordinator.Hold) *leader {
@@ -93,7 +96,7 @@ func newLeader(m *Master, s *coordinator.Session, h *coordinator.Hold) *leader {
 		wake:    make(chan struct{}, 1),
 		workers: map[string]*workerState{}, assign: map[string]map[string]*slot{},
 		tasks: map[string]*taskState{}, ended: map[string]task.State{}, assignArmed: map[string]bool{},
-		drained: map[string]bool{}, workerArmed: map[string]bool{},
+		drained: map[string]bool{}, workerArmed: map[string]bool{}, jobs: map[string]*jobState{},
 	}
 }
 
@@ -130,7 +133,7 @@ func (l *leader) run(ctx context.Context) error {
 
 // takeOffice creates the cluster's directories and starts a new epoch.
 func (l *leader) takeOffice(ctx context.Context) error {
-	for _, dir := range []string{l.l.Tasks(), l.l.Workers(), l.l.Assign()} {
+	for _, dir := range []string{l.l.Tasks(), l.l.Workers(), l.l.Assign(), l.l.Jobs()} {
 		if err := l.s.MakeDirs(ctx, dir); err != nil {
 			return err
 		}
@@ -207,10 +210,18 @@ func (l *leader) step(ctx context.Context) (time.Time, error) {
 	if err == nil {
 		err = l.act(ctx)
 	}
+	var fire time.Time
+	if err == nil {
+		fire, err = l.fireJobs(ctx)
+	}
 	switch {
 	case err == nil:
 		l.updateGauges()
-		return l.nextRetry(), nil
+		next := l.nextRetry()
+		if !fire.IsZero() && fire.Before(next) {
+			next = fire
+		}
+		return next, nil
 	case errors.Is(err, errFenced):
 		if err := l.newEpoch(ctx); err != nil {
 			return time.Time{}, err
@@ -231,6 +242,12 @@ func (l *leader) refresh(ctx context.Context, d dirtySet) error {
 	// A fired watch is no longer armed.
 	l.workersArmed = l.workersArmed && !d.workers
 	l.tasksArmed = l.tasksArmed && !d.tasks
+	l.jobsArmed = l.jobsArmed && !d.jobs
+	for name := range d.job {
+		if j := l.jobs[name]; j != nil {
+			j.armed = false
+		}
+	}
 	l.drainArmed = l.drainArmed && !d.drains
 	for w := range d.worker {
 		l.workerArmed[w] = false
@@ -268,6 +285,16 @@ func (l *leader) refresh(ctx context.Context, d dirtySet) error {
 	}
 	for id := range d.task {
 		if err := l.reloadTask(ctx, id); err != nil {
+			return err
+		}
+	}
+	if d.jobs {
+		if err := l.reloadJobs(ctx); err != nil {
+			return err
+		}
+	}
+	for name := range d.job {
+		if err := l.reloadJob(ctx, name, false); err != nil {
 			return err
 		}
 	}
@@ -313,7 +340,13 @@ func (l *leader) reloadAll(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	// The jobs, and their fires again: a multi whose answer was lost may have recorded one.
+	for name := range l.jobs {
+		if err := l.reloadJob(ctx, name, true); err != nil {
+			return err
+		}
+	}
+	return l.reloadJobs(ctx)
 }
 
 func (l *leader) reloadWorkers(ctx context.Context) error {
@@ -462,6 +495,13 @@ func (d *dirtySet) markAssign(w string) {
 		d.assign = map[string]bool{}
 	}
 	d.assign[w] = true
+}
+
+func (d *dirtySet) markJob(name string) {
+	if d.job == nil {
+		d.job = map[string]bool{}
+	}
+	d.job[name] = true
 }
 
 func (d *dirtySet) markTask(id string) {

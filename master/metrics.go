@@ -14,6 +14,7 @@ type metrics struct {
 	workers       prometheus.Gauge
 	tasks         *prometheus.GaugeVec
 	assignLatency prometheus.Histogram
+	fires         *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -34,8 +35,12 @@ func newMetrics() *metrics {
 			Help:    "From a task's submission (or the end of its retry delay) to its assignment.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 18),
 		}),
+		fires: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "paddock_master_job_fires_total",
+			Help: "Job fires this master recorded, by outcome (started, queued, skipped; dequeued: a queued fire started).",
+		}, []string{"outcome"}),
 	}
-	m.reg.MustRegister(m.leader, m.workers, m.tasks, m.assignLatency)
+	m.reg.MustRegister(m.leader, m.workers, m.tasks, m.assignLatency, m.fires)
 	return m
 }
 

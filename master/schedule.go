@@ -1,0 +1,349 @@
+package master
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/robfig/cron/v3"
+
+	"github.com/paddock/paddock/task"
+)
+
+// The active master fires the jobs (task.Job): for each enabled job with a schedule it
+// plans the scheduled times since the last one on record (task.Plan) and records each
+// as a fire node named for it, in one fenced multi with the task the fire starts. A
+// name already taken means the time is on record — an earlier try whose answer was lost,
+// or another master's before this one's epoch — and nothing is done twice; a fire the
+// epoch check refuses is planned again by whichever master holds the epoch. The fires
+// are only ever written here, so the term's view of them, read when the job is first
+// seen, stays current.
+
+// jobState is a job as the term knows it.
+type jobState struct {
+	name    string
+	job     task.Job // with defaults
+	sched   cron.Schedule
+	invalid error // the definition does not validate: the job is not fired
+	armed   bool  // a data watch on the job's node is armed
+	ctime   time.Time
+	dir     bool      // the fires directory exists
+	fires   []string  // fire names on record, oldest first
+	last    time.Time // the latest scheduled time on record (or where planning starts)
+	queued  []string  // fires recorded queued, oldest first
+	next    time.Time // the next scheduled time, zero if none
+}
+
+// queuedScan bounds how many of a job's newest fire records are read to find its queued
+// ones: they are among the newest (at most task.MaxQueued, with skipped ones between).
+const queuedScan = 4 * task.MaxQueued
+
+// reloadJobs reads the list of jobs, arming a watch, and the jobs not yet known.
+func (l *leader) reloadJobs(ctx context.Context) error {
+	names, err := l.children(ctx, l.l.Jobs(), &l.jobsArmed, func(d *dirtySet) { d.jobs = true })
+	if errors.Is(err, zk.ErrNoNode) {
+		names, err = nil, nil
+	}
+	if err != nil {
+		return err
+	}
+	present := make(map[string]bool, len(names))
+	for _, name := range names {
+		present[name] = true
+		if _, known := l.jobs[name]; !known {
+			if err := l.reloadJob(ctx, name, true); err != nil {
+				return err
+			}
+		}
+	}
+	for name := range l.jobs {
+		if !present[name] {
+			delete(l.jobs, name)
+		}
+	}
+	return nil
+}
+
+// reloadJob reads a job's definition, arming a data watch, and its fire records the
+// first time, or when fires is set.
+func (l *leader) reloadJob(ctx context.Context, name string, fires bool) error {
+	if task.CheckJobName(name) != nil {
+		return nil
+	}
+	j := l.jobs[name]
+	if j == nil {
+		j = &jobState{name: name}
+	}
+	var data []byte
+	var st *zk.Stat
+	var err error
+	if j.armed {
+		data, st, err = l.conn.Get(l.l.Job(name))
+	} else {
+		var ev <-chan zk.Event
+		data, st, ev, err = l.conn.GetW(l.l.Job(name))
+		if err == nil {
+			j.armed = true
+			l.watch(ctx, ev, func(d *dirtySet) { d.markJob(name) })
+		}
+	}
+	if errors.Is(err, zk.ErrNoNode) {
+		delete(l.jobs, name)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var def task.Job
+	j.invalid = json.Unmarshal(data, &def)
+	def.Name = name
+	if j.invalid == nil {
+		j.invalid = def.Validate()
+	}
+	j.job, j.sched, j.ctime = def.WithDefaults(), nil, time.UnixMilli(st.Ctime)
+	if j.invalid == nil && def.Schedule != "" {
+		j.sched, j.invalid = task.ParseSchedule(def.Schedule, def.TimeZone)
+	}
+	if j.invalid != nil {
+		l.logger.Warn("job not fired: its definition is invalid", "job", name, "err", j.invalid)
+	}
+	if _, known := l.jobs[name]; !known || fires {
+		if err := l.readFires(j); err != nil {
+			return err
+		}
+		l.jobs[name] = j
+	}
+	return nil
+}
+
+// readFires reads the names of a job's fire records, and the newest ones' data to find
+// those queued.
+func (l *leader) readFires(j *jobState) error {
+	names, _, err := l.conn.Children(l.l.Fires(j.name))
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	j.dir = err == nil
+	j.fires = j.fires[:0]
+	for _, n := range names {
+		if _, err := task.ParseFireName(n); err == nil {
+			j.fires = append(j.fires, n)
+		}
+	}
+	slices.Sort(j.fires)
+	j.last, j.queued = time.Time{}, nil
+	if len(j.fires) > 0 {
+		j.last, _ = task.ParseFireName(j.fires[len(j.fires)-1])
+	}
+	for i := len(j.fires) - 1; i >= 0 && i >= len(j.fires)-queuedScan; i-- {
+		data, _, err := l.conn.Get(l.l.Fire(j.name, j.fires[i]))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		var f task.Fire
+		if json.Unmarshal(data, &f) == nil && f.Outcome == task.FireQueued {
+			j.queued = append(j.queued, j.fires[i])
+		}
+	}
+	slices.Sort(j.queued)
+	return nil
+}
+
+// jobRunning reports whether a run of job name has not ended.
+func (l *leader) jobRunning(name string) bool {
+	for _, t := range l.tasks {
+		if t.spec.Job == name {
+			return true
+		}
+	}
+	return false
+}
+
+// fireJobs starts the queued fires whose turn came, and records what each job's
+// scheduled times up to now call for. It returns the earliest next scheduled time.
+func (l *leader) fireJobs(ctx context.Context) (time.Time, error) {
+	var next time.Time
+	now := time.Now()
+	for _, j := range l.jobs {
+		if j.invalid != nil || !j.job.Enabled {
+			j.next = time.Time{}
+			continue
+		}
+		if len(j.queued) > 0 && !l.jobRunning(j.name) {
+			if err := l.startQueued(ctx, j, now); err != nil {
+				return time.Time{}, err
+			}
+		}
+		if j.sched == nil {
+			continue
+		}
+		after := j.last
+		if after.IsZero() {
+			after = j.ctime // a job never fired starts from its creation
+		}
+		if j.job.EnabledSince.After(after) {
+			after = j.job.EnabledSince // times before it was enabled are never fired
+		}
+		decisions, n := task.Plan(j.job, j.sched, task.PlanState{After: after, Running: l.jobRunning(j.name),
+			Queued: len(j.queued)}, now)
+		for _, d := range decisions {
+			if err := l.recordFire(ctx, j, d, now); err != nil {
+				return time.Time{}, err
+			}
+		}
+		if err := l.pruneFires(j); err != nil {
+			return time.Time{}, err
+		}
+		j.next = n
+		if !n.IsZero() && (next.IsZero() || n.Before(next)) {
+			next = n
+		}
+	}
+	return next, nil
+}
+
+// recordFire records decision d of job j, with the task it starts, in one fenced multi.
+func (l *leader) recordFire(ctx context.Context, j *jobState, d task.Decision, now time.Time) error {
+	name := task.FireName(d.Scheduled)
+	rec := task.Fire{Scheduled: d.Scheduled.UTC(), Recorded: now.UTC(), Outcome: d.Outcome, Reason: d.Reason,
+		Covers: d.Covers, First: d.First.UTC(), Epoch: l.epoch}
+	if d.Covers <= 1 {
+		rec.First = time.Time{}
+	}
+	data, _ := json.Marshal(rec)
+	var ops []any
+	if !j.dir {
+		ops = append(ops, l.create(l.l.Fires(j.name), nil))
+	}
+	ops = append(ops, l.create(l.l.Fire(j.name, name), data))
+	started := d.Outcome == task.FireStarted
+	if started {
+		ops = append(ops, l.jobTask(j, d.Scheduled, name, now))
+	}
+	res, err := l.multiResults(ops...)
+	var oe *opError
+	errors.As(err, &oe)
+	switch {
+	case oe != nil && errors.Is(err, zk.ErrNodeExists) && oe.path == l.l.Fires(j.name):
+		j.dir = true // made by an earlier try: again, without it
+		return l.recordFire(ctx, j, d, now)
+	case oe != nil && errors.Is(err, zk.ErrNodeExists) && oe.path == l.l.Fire(j.name, name):
+		// On record already: an earlier try whose answer was lost.
+		l.logger.Debug("fire already on record", "job", j.name, "fire", name)
+	case err != nil:
+		return err
+	default:
+		j.dir = true
+		l.m.metrics.fires.WithLabelValues(d.Outcome).Inc()
+		level := slog.LevelInfo // what did not go as scheduled is worth a line
+		if d.Outcome == task.FireStarted && d.Reason == "" {
+			level = slog.LevelDebug
+		}
+		l.logger.Log(ctx, level, "job fired", "job", j.name, "scheduled", d.Scheduled.UTC(), "outcome", d.Outcome,
+			"reason", d.Reason, "covers", d.Covers)
+		if started {
+			if err := l.noteFireTask(ctx, j, name, rec, res[len(res)-1].String); err != nil {
+				return err
+			}
+		}
+		if d.Outcome == task.FireQueued {
+			j.queued = append(j.queued, name)
+		}
+	}
+	j.fires = append(j.fires, name)
+	if d.Scheduled.After(j.last) {
+		j.last = d.Scheduled
+	}
+	return nil
+}
+
+// jobTask is the create of the task a fire of job j at scheduled starts.
+func (l *leader) jobTask(j *jobState, scheduled time.Time, fire string, now time.Time) *zk.CreateRequest {
+	spec := j.job.Task
+	spec.Submitted, spec.Job, spec.Scheduled = now.UTC(), j.name, scheduled.UTC()
+	spec.Token = j.name + "/" + fire
+	data, _ := json.Marshal(spec)
+	c := l.create(l.l.Task("task-"), data)
+	c.Flags = zk.FlagSequence
+	return c
+}
+
+// noteFireTask writes the id of the task a fire started into its record (fenced), and
+// takes the task into the term's view at once, so that the job counts as running.
+func (l *leader) noteFireTask(ctx context.Context, j *jobState, fire string, rec task.Fire, taskPath string) error {
+	id := taskPath[strings.LastIndexByte(taskPath, '/')+1:]
+	rec.Task = id
+	data, _ := json.Marshal(rec)
+	if err := l.multi(&zk.SetDataRequest{Path: l.l.Fire(j.name, fire), Data: data, Version: -1}); err != nil &&
+		!errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	return l.reloadTask(ctx, id)
+}
+
+// startQueued starts the oldest queued fire of j: its record says started, in the multi
+// that creates its task.
+func (l *leader) startQueued(ctx context.Context, j *jobState, now time.Time) error {
+	name := j.queued[0]
+	scheduled, _ := task.ParseFireName(name)
+	data, _, err := l.conn.Get(l.l.Fire(j.name, name))
+	var rec task.Fire
+	if err == nil {
+		err = json.Unmarshal(data, &rec)
+	}
+	if errors.Is(err, zk.ErrNoNode) || (err == nil && rec.Outcome != task.FireQueued) {
+		j.queued = j.queued[1:] // pruned, or started already
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	rec.Outcome, rec.Reason, rec.Recorded, rec.Epoch = task.FireStarted, "started once the job's earlier runs ended (queued)", now.UTC(), l.epoch
+	data, _ = json.Marshal(rec)
+	res, err := l.multiResults(&zk.SetDataRequest{Path: l.l.Fire(j.name, name), Data: data, Version: -1},
+		l.jobTask(j, scheduled, name, now))
+	if err != nil {
+		return err
+	}
+	j.queued = j.queued[1:]
+	l.m.metrics.fires.WithLabelValues("dequeued").Inc()
+	l.logger.Info("queued job fire started", "job", j.name, "scheduled", scheduled)
+	return l.noteFireTask(ctx, j, name, rec, res[len(res)-1].String)
+}
+
+// pruneFires deletes j's oldest fire records past its History, never a queued one nor
+// the newest (it says where planning resumes).
+func (l *leader) pruneFires(j *jobState) error {
+	excess := len(j.fires) - max(j.job.History, 1)
+	if excess <= 0 {
+		return nil
+	}
+	var ops []any
+	var gone []string
+	for _, name := range j.fires[:excess] {
+		if slices.Contains(j.queued, name) {
+			break
+		}
+		ops = append(ops, &zk.DeleteRequest{Path: l.l.Fire(j.name, name), Version: -1})
+		gone = append(gone, name)
+		if len(ops) == maxOpsPerMulti {
+			break
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	if err := l.multi(ops...); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	j.fires = j.fires[len(gone):]
+	return nil
+}
