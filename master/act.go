@@ -78,6 +78,11 @@ func (l *leader) endWithoutRun() error {
 		case len(t.kids.Lost) >= maxLostRuns:
 			st.State, st.ExitCode = task.Failed, -1
 			st.Error = fmt.Sprintf("lost its worker %d times", len(t.kids.Lost))
+		case t.kids.Runs() == 0 && l.parentFailed(t) != "":
+			st.State, st.ExitCode, st.Error = task.Failed, -1, l.parentFailed(t)
+			if t.spec.OnParentFailure == task.OnParentFailureSkip {
+				st.State = task.Skipped
+			}
 		default:
 			continue
 		}
@@ -93,6 +98,35 @@ func (l *leader) endWithoutRun() error {
 	return nil
 }
 
+// dagKey keys a DAG task by its DAG's id and its name.
+func dagKey(dag, name string) string { return dag + "\x00" + name }
+
+// parentsDone reports whether every task t waits for (Spec.After) has ended done.
+func (l *leader) parentsDone(t *taskState) bool {
+	for _, name := range t.spec.After {
+		id, ok := l.dagIDs[dagKey(t.spec.DAG, name)]
+		if !ok || l.ended[id] != task.Done {
+			return false
+		}
+	}
+	return true
+}
+
+// parentFailed says which task t waits for ended otherwise than done (or is not there),
+// "" if none did.
+func (l *leader) parentFailed(t *taskState) string {
+	for _, name := range t.spec.After {
+		id, ok := l.dagIDs[dagKey(t.spec.DAG, name)]
+		if !ok {
+			return fmt.Sprintf("it waits for %s, which is not a task of its DAG", name)
+		}
+		if st, ended := l.ended[id]; ended && st != task.Done {
+			return fmt.Sprintf("%s (%s), which it waits for, ended %s", name, id, st)
+		}
+	}
+	return ""
+}
+
 // placement is a pending task given a worker.
 type placement struct {
 	t      *taskState
@@ -105,7 +139,7 @@ func (l *leader) dispatch() error {
 	now := time.Now()
 	var pending []*taskState
 	for _, t := range l.tasks {
-		if t.worker == "" && !now.Before(t.eligible) {
+		if t.worker == "" && !now.Before(t.eligible) && l.parentsDone(t) {
 			pending = append(pending, t)
 		}
 	}

@@ -41,6 +41,7 @@ type leader struct {
 	tasks   map[string]*taskState       // tasks not ended, by id
 	ended   map[string]task.State       // tasks known ended
 	jobs    map[string]*jobState        // jobs, by name (schedule.go)
+	dagIDs  map[string]string           // DAG tasks' ids, by dagKey (dag id and name)
 
 	// Which watches are armed: a list is read with a new watch only when its last one
 	// has fired, so that re-reading does not pile up watches.
@@ -97,6 +98,7 @@ func newLeader(m *Master, s *coordinator.Session, h *coordinator.Hold) *leader {
 		workers: map[string]*workerState{}, assign: map[string]map[string]*slot{},
 		tasks: map[string]*taskState{}, ended: map[string]task.State{}, assignArmed: map[string]bool{},
 		drained: map[string]bool{}, workerArmed: map[string]bool{}, jobs: map[string]*jobState{},
+		dagIDs: map[string]string{},
 	}
 }
 
@@ -557,6 +559,9 @@ func (l *leader) reloadTask(ctx context.Context, id string) error {
 			t.invalid = err
 		} else if err := t.spec.Validate(); err != nil {
 			t.invalid = err
+		}
+		if t.spec.DAG != "" {
+			l.dagIDs[dagKey(t.spec.DAG, t.spec.Name)] = id
 		}
 	}
 	// The watch fires at the latest when the status is created: none is left behind.

@@ -28,7 +28,7 @@ func newMetrics() *metrics {
 		}),
 		tasks: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "paddock_master_tasks",
-			Help: "Tasks by state: pending, running (assigned to a worker, started or not), done, failed, cancelled.",
+			Help: "Tasks by state: pending, running (assigned to a worker, started or not), done, failed, cancelled, skipped.",
 		}, []string{"state"}),
 		assignLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "paddock_master_assignment_latency_seconds",
@@ -56,7 +56,7 @@ func (l *leader) updateGauges() {
 	for _, st := range l.ended {
 		counts[st]++
 	}
-	for _, st := range []task.State{task.Pending, task.Running, task.Done, task.Failed, task.Cancelled} {
+	for _, st := range []task.State{task.Pending, task.Running, task.Done, task.Failed, task.Cancelled, task.Skipped} {
 		l.m.metrics.tasks.WithLabelValues(string(st)).Set(float64(counts[st]))
 	}
 	l.m.metrics.workers.Set(float64(len(l.workers)))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -18,10 +19,11 @@ const (
 	Done      State = "done"      // ended with exit code 0
 	Failed    State = "failed"    // ended otherwise, its retries used up
 	Cancelled State = "cancelled" // ended by a cancel request
+	Skipped   State = "skipped"   // ended without a run: a task it waited for did not end done
 )
 
 // Ended says the state is final.
-func (s State) Ended() bool { return s == Done || s == Failed || s == Cancelled }
+func (s State) Ended() bool { return s == Done || s == Failed || s == Cancelled || s == Skipped }
 
 // Limits on a Spec.
 const (
@@ -61,7 +63,27 @@ type Spec struct {
 	// of the fire that started it (zero for a run-now).
 	Job       string    `json:"job,omitempty"`
 	Scheduled time.Time `json:"scheduled,omitzero"`
+
+	// DAG, Name and After make the task a node of a DAG submitted as one (Client.SubmitDAG):
+	// DAG is the DAG's id, Name the task's name in it, and After the names of the tasks of
+	// the same DAG that must end done before it runs. OnParentFailure says what it does
+	// when one of them ends otherwise: fail (the default: it ends failed, naming the
+	// parent) or skip (it ends skipped). Either way its own children then do what theirs
+	// say.
+	DAG             string   `json:"dag,omitempty"`
+	Name            string   `json:"name,omitempty"`
+	After           []string `json:"after,omitempty"`
+	OnParentFailure string   `json:"on_parent_failure,omitempty"`
 }
+
+// What a DAG task does when a task it waits for does not end done.
+const (
+	OnParentFailureFail = "fail"
+	OnParentFailureSkip = "skip"
+)
+
+// MaxDAGSize bounds the tasks of one DAG: they are created in one multi.
+const MaxDAGSize = 200
 
 // Validate reports every problem of the spec, each naming its field.
 func (s *Spec) Validate() error {
@@ -102,6 +124,27 @@ func (s *Spec) Validate() error {
 	}
 	if s.Priority < -MaxPriority || s.Priority > MaxPriority {
 		bad("priority", "%d: want -%d to %d", s.Priority, MaxPriority, MaxPriority)
+	}
+	if s.DAG != "" || s.Name != "" || len(s.After) > 0 {
+		if s.DAG == "" || strings.ContainsRune(s.DAG, 0) || len(s.DAG) > 128 {
+			bad("dag", "%q: a task with a name or parents belongs to a DAG: want its id, 1 to 128 bytes", s.DAG)
+		}
+		if err := CheckJobName(s.Name); err != nil {
+			bad("name", "%s", strings.TrimPrefix(err.Error(), "job "))
+		}
+		if len(s.After) >= MaxDAGSize {
+			bad("after", "%d parents: at most %d", len(s.After), MaxDAGSize-1)
+		}
+		for i, p := range s.After {
+			if p == s.Name || slices.Contains(s.After[:i], p) {
+				bad("after", "%q: the task itself, or named twice", p)
+			}
+		}
+	}
+	switch s.OnParentFailure {
+	case "", OnParentFailureFail, OnParentFailureSkip:
+	default:
+		bad("on_parent_failure", "%q: want %s or %s", s.OnParentFailure, OnParentFailureFail, OnParentFailureSkip)
 	}
 	if len(errs) == 0 {
 		if b, _ := json.Marshal(s); len(b) > MaxSpecSize {

@@ -144,7 +144,7 @@ func (c *Console) taskSummary(ctx context.Context) TaskSummary {
 	for _, t := range p.Tasks {
 		counts[t.State]++
 	}
-	for _, st := range []task.State{task.Pending, task.Assigned, task.Running, task.Done, task.Failed, task.Cancelled} {
+	for _, st := range []task.State{task.Pending, task.Assigned, task.Running, task.Done, task.Failed, task.Cancelled, task.Skipped} {
 		s.ByState = append(s.ByState, StateCount{string(st), counts[st]})
 	}
 	return s

@@ -1,0 +1,88 @@
+package taskcluster
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddock/paddock/task"
+)
+
+// TestDAGWithAFailure: a DAG of 20 tasks in which one fails midway. The tasks that wait
+// on it, directly or not, fail or are skipped as each one's on_parent_failure says,
+// without running; every other task runs once, after the tasks it waits for.
+func TestDAGWithAFailure(t *testing.T) {
+	c := newCluster(t)
+	c.startMaster("m1")
+	c.startWorker("w1", 4)
+	c.startWorker("w2", 4)
+
+	ok := c.runOnce("")
+	boom := c.runOnce("; exit 3")
+	n := func(name string, spec task.Spec, policy string, after ...string) task.DAGNode {
+		return task.DAGNode{Name: name, Spec: spec, After: after, OnParentFailure: policy}
+	}
+	nodes := []task.DAGNode{
+		n("r", ok, ""),
+		n("x1", ok, "", "r"), n("x2", ok, "", "r"), n("x3", ok, "", "r"),
+		n("boom", boom, "", "x1"),
+		n("s1", ok, task.OnParentFailureSkip, "boom"), n("f1", ok, task.OnParentFailureFail, "boom"),
+		n("s1c", ok, "", "s1"), n("f1c", ok, task.OnParentFailureSkip, "f1"),
+		n("join", ok, "", "x2", "x3"),
+		n("mixed", ok, task.OnParentFailureSkip, "join", "boom"),
+		n("y1", ok, "", "join"), n("y2", ok, "", "y1"), n("y3", ok, "", "y2"),
+		n("y4", ok, "", "y3"), n("y5", ok, "", "y4"), n("y6", ok, "", "y5"),
+		n("last", ok, "", "y6", "s1c"),
+		n("z1", ok, ""), n("z2", ok, "", "z1"),
+	}
+	want := map[string]task.State{
+		"r": task.Done, "x1": task.Done, "x2": task.Done, "x3": task.Done, "boom": task.Failed,
+		"s1": task.Skipped, "f1": task.Failed, "s1c": task.Failed, "f1c": task.Skipped,
+		"join": task.Done, "mixed": task.Skipped,
+		"y1": task.Done, "y2": task.Done, "y3": task.Done, "y4": task.Done, "y5": task.Done, "y6": task.Done,
+		"last": task.Failed, "z1": task.Done, "z2": task.Done,
+	}
+	ids, err := c.client.SubmitDAG(context.Background(), nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != len(nodes) {
+		t.Fatalf("ids %v", ids)
+	}
+	var all []string
+	byID := map[string]string{}
+	for name, id := range ids {
+		all = append(all, id)
+		byID[id] = name
+	}
+	ended := c.waitAll(all, 60*time.Second)
+	runs := c.runs()
+	finished := map[string]time.Time{}
+	for id, tk := range ended {
+		name := byID[id]
+		if tk.State != want[name] {
+			t.Errorf("%s (%s): %s, want %s (%s)", name, id, tk.State, want[name], tk.Status.Error)
+		}
+		ran := want[name] == task.Done || name == "boom"
+		if ran && runs[id] != 1 || !ran && runs[id] != 0 {
+			t.Errorf("%s (%s) ran %d times", name, id, runs[id])
+		}
+		if !ran && !strings.Contains(tk.Status.Error, "which it waits for, ended") {
+			t.Errorf("%s: ended %s saying %q; want the parent named", name, tk.State, tk.Status.Error)
+		}
+		finished[name] = tk.Status.Finished
+	}
+	// Every task that ran started after the tasks it waits for had ended.
+	for _, nd := range nodes {
+		tk := ended[ids[nd.Name]]
+		if tk.State != task.Done {
+			continue
+		}
+		for _, p := range nd.After {
+			if started := tk.Status.Started; !started.IsZero() && started.Before(finished[p]) {
+				t.Errorf("%s started at %v, before %s ended at %v", nd.Name, started, p, finished[p])
+			}
+		}
+	}
+}
