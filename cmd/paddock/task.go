@@ -32,8 +32,8 @@ The exit status is 0 on success, 1 when the operation fails, 2 on bad usage; wai
 with the task's exit code (1 if it ended without one: cancelled, timed out, or its
 command could not start).`,
 	}
-	return t.setup(cmd, "`path` the cluster's nodes live under", "timeout-connect", "submit, get, list, cancel or wait",
-		t.submitCmd(), t.getCmd(), t.listCmd(), t.cancelCmd(), t.waitCmd())
+	return t.setup(cmd, "`path` the cluster's nodes live under", "timeout-connect", "submit, submit-dag, get, list, cancel or wait",
+		t.submitCmd(), t.submitDAGCmd(), t.getCmd(), t.listCmd(), t.cancelCmd(), t.waitCmd())
 }
 
 // taskAction is what a subcommand does with a connected task client.

@@ -123,6 +123,36 @@ func TestCLI(t *testing.T) {
 		}
 	})
 
+	t.Run("submit-dag", func(t *testing.T) {
+		dir := t.TempDir()
+		good := filepath.Join(dir, "dag.json")
+		os.WriteFile(good, []byte(`[{"name": "b", "spec": {"command": "true"}, "after": ["a"]},
+			{"name": "a", "spec": {"command": "true"}}]`), 0o644)
+		out, errOut, code := c.taskCmd("submit-dag", good)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "a task-") || !strings.HasPrefix(lines[1], "b task-") {
+			t.Fatalf("submit-dag: exit %d, stdout %q, stderr %q", code, out, errOut)
+		}
+		b := strings.Fields(lines[1])[1]
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if tk, err := c.client.Wait(ctx, b); err != nil || tk.State != task.Done || tk.Spec.After[0] != "a" {
+			t.Fatalf("b: %+v, %v", tk, err)
+		}
+
+		before, _ := c.client.List(context.Background())
+		cyclic := filepath.Join(dir, "cyclic.json")
+		os.WriteFile(cyclic, []byte(`[{"name": "x", "spec": {"command": "true"}, "after": ["y"]},
+			{"name": "y", "spec": {"command": "true"}, "after": ["x"]}, {"name": "z", "spec": {"command": "true"}}]`), 0o644)
+		_, errOut, code = c.taskCmd("submit-dag", cyclic)
+		if code != 2 || !strings.Contains(errOut, "a cycle: ") || !strings.Contains(errOut, "x → y") && !strings.Contains(errOut, "y → x") {
+			t.Fatalf("a cyclic DAG: exit %d, stderr %q; want 2 naming the cycle", code, errOut)
+		}
+		if after, _ := c.client.List(context.Background()); len(after) != len(before) {
+			t.Fatalf("%d tasks after a refused DAG, %d before", len(after), len(before))
+		}
+	})
+
 	t.Run("list", func(t *testing.T) {
 		out, _, code := c.taskCmd("list")
 		if code != 0 || !strings.Contains(out, "cancelled") || !strings.Contains(out, "failed") {
