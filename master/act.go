@@ -153,11 +153,20 @@ func (l *leader) dispatch() error {
 		return strings.Compare(a.id, b.id)
 	})
 	free := l.freeSlots()
+	if err := l.planShards(free); err != nil {
+		return err
+	}
 	var batch []placement
 	for _, t := range pending {
 		w := mostFree(free)
 		if w == "" {
 			break
+		}
+		if t.spec.Shard != nil {
+			// An item of a sharded job runs where the job's plan places it.
+			if w = l.shardOwner(&t.spec); free[w] <= 0 {
+				continue
+			}
 		}
 		free[w]--
 		batch = append(batch, placement{t, w})

@@ -4,14 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
+	"path"
 	"slices"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/robfig/cron/v3"
 
+	"github.com/paddock/paddock/internal/balance"
 	"github.com/paddock/paddock/task"
 )
 
@@ -32,11 +36,13 @@ type jobState struct {
 	invalid error // the definition does not validate: the job is not fired
 	armed   bool  // a data watch on the job's node is armed
 	ctime   time.Time
-	dir     bool      // the fires directory exists
-	fires   []string  // fire names on record, oldest first
-	last    time.Time // the latest scheduled time on record (or where planning starts)
-	queued  []string  // fires recorded queued, oldest first
-	next    time.Time // the next scheduled time, zero if none
+	dir     bool           // the fires directory exists
+	fires   []string       // fire names on record, oldest first
+	last    time.Time      // the latest scheduled time on record (or where planning starts)
+	queued  []string       // fires recorded queued, oldest first
+	next    time.Time      // the next scheduled time, zero if none
+	plan    task.ShardPlan // a sharded job's items by worker, as on record
+	planned bool           // plan is on record (the shards node exists)
 }
 
 // queuedScan bounds how many of a job's newest fire records are read to find its queued
@@ -154,7 +160,73 @@ func (l *leader) readFires(j *jobState) error {
 		}
 	}
 	slices.Sort(j.queued)
+	return l.readShardPlan(j)
+}
+
+// readShardPlan reads where a sharded job's items are placed.
+func (l *leader) readShardPlan(j *jobState) error {
+	data, _, err := l.conn.Get(l.l.Shards(j.name))
+	j.plan, j.planned = nil, err == nil
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if json.Unmarshal(data, &j.plan) != nil {
+		j.plan = nil // replanned from scratch
+	}
 	return nil
+}
+
+// planShards places each sharded job's items on the workers that take work, balanced
+// and sticky (balance.Plan), and records the plan when it changed, so that the next
+// master starts from it.
+func (l *leader) planShards(free map[string]int) error {
+	members := make([]string, 0, len(free))
+	for w := range free {
+		members = append(members, w)
+	}
+	for _, j := range l.jobs {
+		if j.invalid != nil || j.job.Shards == 0 {
+			continue
+		}
+		plan := task.ShardPlan(balance.Plan(j.plan, members, j.job.ShardItems()))
+		if maps.EqualFunc(plan, j.plan, slices.Equal) && j.planned {
+			continue
+		}
+		data, _ := json.Marshal(plan)
+		op := any(&zk.SetDataRequest{Path: l.l.Shards(j.name), Data: data, Version: -1})
+		if !j.planned {
+			op = l.create(l.l.Shards(j.name), data)
+		}
+		err := l.multi(op)
+		if errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode) {
+			j.planned = !j.planned // an earlier try made it, or someone removed it: again next step
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		l.logger.Info("sharded job's items placed", "job", j.name, "plan", plan)
+		j.plan, j.planned = plan, true
+	}
+	return nil
+}
+
+// shardOwner returns the worker a sharded job's item is placed on, "" if none.
+func (l *leader) shardOwner(spec *task.Spec) string {
+	j := l.jobs[spec.Job]
+	if j == nil || spec.Shard == nil {
+		return ""
+	}
+	item := strconv.Itoa(spec.Shard.Item)
+	for w, items := range j.plan {
+		if slices.Contains(items, item) {
+			return w
+		}
+	}
+	return ""
 }
 
 // jobRunning reports whether a run of job name has not ended.
@@ -225,8 +297,10 @@ func (l *leader) recordFire(ctx context.Context, j *jobState, d task.Decision, n
 	}
 	ops = append(ops, l.create(l.l.Fire(j.name, name), data))
 	started := d.Outcome == task.FireStarted
+	tasks := 0
 	if started {
-		ops = append(ops, l.jobTask(j, d.Scheduled, name, now))
+		created := l.jobTasks(j, d.Scheduled, name, now)
+		ops, tasks = append(ops, created...), len(created)
 	}
 	res, err := l.multiResults(ops...)
 	var oe *opError
@@ -250,7 +324,7 @@ func (l *leader) recordFire(ctx context.Context, j *jobState, d task.Decision, n
 		l.logger.Log(ctx, level, "job fired", "job", j.name, "scheduled", d.Scheduled.UTC(), "outcome", d.Outcome,
 			"reason", d.Reason, "covers", d.Covers)
 		if started {
-			if err := l.noteFireTask(ctx, j, name, rec, res[len(res)-1].String); err != nil {
+			if err := l.noteFireTasks(ctx, j, name, rec, res[len(res)-tasks:]); err != nil {
 				return err
 			}
 		}
@@ -265,28 +339,65 @@ func (l *leader) recordFire(ctx context.Context, j *jobState, d task.Decision, n
 	return nil
 }
 
-// jobTask is the create of the task a fire of job j at scheduled starts.
-func (l *leader) jobTask(j *jobState, scheduled time.Time, fire string, now time.Time) *zk.CreateRequest {
+// jobTasks are the creates of the tasks a fire of job j at scheduled starts: one, or
+// one per item of a sharded job.
+func (l *leader) jobTasks(j *jobState, scheduled time.Time, fire string, now time.Time) []any {
 	spec := j.job.Task
 	spec.Submitted, spec.Job, spec.Scheduled = now.UTC(), j.name, scheduled.UTC()
 	spec.Token = j.name + "/" + fire
+	if j.job.Shards == 0 {
+		return []any{l.taskCreate(spec)}
+	}
+	ops := make([]any, j.job.Shards)
+	for i := range ops {
+		item := spec
+		item.Shard = &task.Shard{Item: i, Total: j.job.Shards}
+		if i < len(j.job.ShardParams) {
+			item.Shard.Param = j.job.ShardParams[i]
+		}
+		item.Env = maps.Clone(spec.Env)
+		if item.Env == nil {
+			item.Env = map[string]string{}
+		}
+		item.Env["PADDOCK_SHARD_ITEM"] = strconv.Itoa(i)
+		item.Env["PADDOCK_SHARD_TOTAL"] = strconv.Itoa(j.job.Shards)
+		item.Env["PADDOCK_SHARD_PARAM"] = item.Shard.Param
+		item.Token = fmt.Sprintf("%s/%d", spec.Token, i)
+		ops[i] = l.taskCreate(item)
+	}
+	return ops
+}
+
+func (l *leader) taskCreate(spec task.Spec) *zk.CreateRequest {
 	data, _ := json.Marshal(spec)
 	c := l.create(l.l.Task("task-"), data)
 	c.Flags = zk.FlagSequence
 	return c
 }
 
-// noteFireTask writes the id of the task a fire started into its record (fenced), and
-// takes the task into the term's view at once, so that the job counts as running.
-func (l *leader) noteFireTask(ctx context.Context, j *jobState, fire string, rec task.Fire, taskPath string) error {
-	id := taskPath[strings.LastIndexByte(taskPath, '/')+1:]
-	rec.Task = id
+// noteFireTasks writes the ids of the tasks a fire started into its record (fenced), and
+// takes the tasks into the term's view at once, so that the job counts as running.
+func (l *leader) noteFireTasks(ctx context.Context, j *jobState, fire string, rec task.Fire, created []zk.MultiResponse) error {
+	var ids []string
+	for _, r := range created {
+		ids = append(ids, path.Base(r.String))
+	}
+	if j.job.Shards == 0 {
+		rec.Task = ids[0]
+	} else {
+		rec.Tasks = ids
+	}
 	data, _ := json.Marshal(rec)
 	if err := l.multi(&zk.SetDataRequest{Path: l.l.Fire(j.name, fire), Data: data, Version: -1}); err != nil &&
 		!errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
-	return l.reloadTask(ctx, id)
+	for _, id := range ids {
+		if err := l.reloadTask(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // startQueued starts the oldest queued fire of j: its record says started, in the multi
@@ -308,15 +419,16 @@ func (l *leader) startQueued(ctx context.Context, j *jobState, now time.Time) er
 	}
 	rec.Outcome, rec.Reason, rec.Recorded, rec.Epoch = task.FireStarted, "started once the job's earlier runs ended (queued)", now.UTC(), l.epoch
 	data, _ = json.Marshal(rec)
-	res, err := l.multiResults(&zk.SetDataRequest{Path: l.l.Fire(j.name, name), Data: data, Version: -1},
-		l.jobTask(j, scheduled, name, now))
+	created := l.jobTasks(j, scheduled, name, now)
+	res, err := l.multiResults(append([]any{&zk.SetDataRequest{Path: l.l.Fire(j.name, name), Data: data, Version: -1}},
+		created...)...)
 	if err != nil {
 		return err
 	}
 	j.queued = j.queued[1:]
 	l.m.metrics.fires.WithLabelValues("dequeued").Inc()
 	l.logger.Info("queued job fire started", "job", j.name, "scheduled", scheduled)
-	return l.noteFireTask(ctx, j, name, rec, res[len(res)-1].String)
+	return l.noteFireTasks(ctx, j, name, rec, res[len(res)-len(created):])
 }
 
 // pruneFires deletes j's oldest fire records past its History, never a queued one nor

@@ -47,11 +47,11 @@ func (l Layout) ACLRules() []coordinator.Rule {
 		{Pattern: l.Assign(), Grants: g(coordinator.Grant{Role: m, Perms: crdw}, coordinator.Grant{Role: w, Perms: cr}, coordinator.Grant{Role: s, Perms: r})},
 		{Pattern: l.join("assign", "*"), Grants: g(coordinator.Grant{Role: m, Perms: crd}, coordinator.Grant{Role: w, Perms: crd}, coordinator.Grant{Role: s, Perms: r})},
 		{Pattern: l.join("assign", "*", "*"), Grants: g(coordinator.Grant{Role: m, Perms: rwd}, coordinator.Grant{Role: w, Perms: rwd}, coordinator.Grant{Role: s, Perms: r})},
-		// Jobs are the submitters' (and the console's); their fires are the master's, and a
-		// submitter deleting a job deletes its fire records first.
+		// Jobs are the submitters' (and the console's); their fires and shard plans are the
+		// master's, and a submitter deleting a job deletes its fire records first.
 		{Pattern: l.Jobs(), Grants: g(coordinator.Grant{Role: s, Perms: crd}, coordinator.Grant{Role: m, Perms: cr}, coordinator.Grant{Role: w, Perms: r})},
 		{Pattern: l.join("jobs", "*"), Grants: g(coordinator.Grant{Role: s, Perms: crdw}, coordinator.Grant{Role: m, Perms: crd}, coordinator.Grant{Role: w, Perms: r})},
-		{Pattern: l.join("jobs", "*", "*"), Grants: g(coordinator.Grant{Role: s, Perms: r | zk.PermDelete}, coordinator.Grant{Role: m, Perms: crd}, coordinator.Grant{Role: w, Perms: r})},
+		{Pattern: l.join("jobs", "*", "*"), Grants: g(coordinator.Grant{Role: s, Perms: r | zk.PermDelete}, coordinator.Grant{Role: m, Perms: crdw}, coordinator.Grant{Role: w, Perms: r})},
 		{Pattern: l.join("jobs", "*", "*", "*"), Grants: g(coordinator.Grant{Role: s, Perms: r}, coordinator.Grant{Role: m, Perms: rwd}, coordinator.Grant{Role: w, Perms: r})},
 	}
 }

@@ -23,6 +23,7 @@
 //	/jobs/<job>/fires/fire-<time>   persistent  by the master: a Fire, one per scheduled time (UTC,
 //	                                            yyyymmddThhmmssZ): started (with its task), queued or
 //	                                            skipped; created in the multi that submits its task
+//	/jobs/<job>/shards              persistent  by the master: a sharded job's ShardPlan (worker → items)
 //
 // With role ACLs (the services' roles key; on by default under paddock up) each node
 // gets the ACL Layout.ACLRules gives its path: only submitters, the console and the

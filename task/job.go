@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 	_ "time/tzdata" // a job's time zone must load on a machine without a zoneinfo database
@@ -48,6 +49,13 @@ type Job struct {
 	EnabledSince time.Time `json:"enabled_since,omitzero"`
 	// History is how many fire records the master keeps (the oldest are deleted).
 	History int `json:"history,omitempty"`
+	// Shards splits each run into that many items, each a task of its own, spread over
+	// the live workers balanced and sticky (items stay where they ran unless the balance
+	// needs them moved); ShardParams[i], if given, is item i's parameter. Each item's
+	// task has Spec.Shard and the environment PADDOCK_SHARD_ITEM (from 0),
+	// PADDOCK_SHARD_TOTAL and PADDOCK_SHARD_PARAM. 0: not sharded.
+	Shards      int      `json:"shards,omitempty"`
+	ShardParams []string `json:"shard_params,omitempty"`
 	// Created and Updated are when a client wrote the job.
 	Created time.Time `json:"created,omitzero"`
 	Updated time.Time `json:"updated,omitzero"`
@@ -68,6 +76,8 @@ const (
 	DefaultMisfireThreshold = 5 * time.Second
 	DefaultHistory          = 1000
 	MaxHistory              = 100_000
+	// MaxShards bounds a sharded job's items: a fire creates its tasks in one multi.
+	MaxShards = 100
 	// MaxQueued bounds a job's queued fires (concurrency queue): past it a fire is
 	// recorded skipped.
 	MaxQueued = 100
@@ -165,6 +175,12 @@ func (j *Job) Validate() error {
 	if j.MisfireThreshold < 0 {
 		bad("misfire_threshold", "%v is negative", j.MisfireThreshold)
 	}
+	if j.Shards < 0 || j.Shards > MaxShards {
+		bad("shards", "%d: want 0 (not sharded) to %d", j.Shards, MaxShards)
+	}
+	if len(j.ShardParams) > max(j.Shards, 0) {
+		bad("shard_params", "%d parameters for %d shards", len(j.ShardParams), j.Shards)
+	}
 	if j.History < 0 || j.History > MaxHistory {
 		bad("history", "%d: want 0 (the default, %d) to %d", j.History, DefaultHistory, MaxHistory)
 	}
@@ -195,9 +211,11 @@ type Fire struct {
 	// from First to Scheduled, all skipped as misfires (MaxBacklog).
 	Covers int       `json:"covers,omitempty"`
 	First  time.Time `json:"first,omitzero"`
-	// Task is the task started for it (once started).
-	Task  string `json:"task,omitempty"`
-	Epoch int32  `json:"epoch"`
+	// Task is the task started for it (once started); Tasks, a sharded job's, one per
+	// item.
+	Task  string   `json:"task,omitempty"`
+	Tasks []string `json:"tasks,omitempty"`
+	Epoch int32    `json:"epoch"`
 }
 
 // Fire outcomes.
@@ -219,6 +237,22 @@ const (
 // fireLayout is the name format of a fire: its scheduled time in UTC, to the second,
 // so that names sort in time order.
 const fireLayout = "20060102T150405Z"
+
+// ShardsNode is the name of the node under a job where the master keeps where its
+// items are placed (a ShardPlan).
+const ShardsNode = "shards"
+
+// ShardPlan maps each worker to the items of a sharded job it runs ("0", "1", ...).
+type ShardPlan map[string][]string
+
+// ShardItems returns the names of a job's items.
+func (j *Job) ShardItems() []string {
+	out := make([]string, j.Shards)
+	for i := range out {
+		out[i] = strconv.Itoa(i)
+	}
+	return out
+}
 
 // FireName names the fire of a scheduled time.
 func FireName(scheduled time.Time) string { return "fire-" + scheduled.UTC().Format(fireLayout) }

@@ -55,6 +55,7 @@ func (l Layout) Jobs() string                        { return l.join("jobs") }
 func (l Layout) Job(name string) string              { return l.join("jobs", name) }
 func (l Layout) Fires(job string) string             { return l.join("jobs", job, firesName) }
 func (l Layout) Fire(job, fire string) string        { return l.join("jobs", job, firesName, fire) }
+func (l Layout) Shards(job string) string            { return l.join("jobs", job, ShardsNode) }
 
 const (
 	taskPrefix    = "task-"

@@ -74,6 +74,17 @@ type Spec struct {
 	Name            string   `json:"name,omitempty"`
 	After           []string `json:"after,omitempty"`
 	OnParentFailure string   `json:"on_parent_failure,omitempty"`
+
+	// Shard, for an item of a sharded job's run, says which: the master runs it on the
+	// worker the job's shard plan places the item on.
+	Shard *Shard `json:"shard,omitempty"`
+}
+
+// Shard is an item of a sharded job's run.
+type Shard struct {
+	Item  int    `json:"item"`
+	Total int    `json:"total"`
+	Param string `json:"param,omitempty"`
 }
 
 // What a DAG task does when a task it waits for does not end done.
