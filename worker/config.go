@@ -31,7 +31,8 @@ type Config struct {
 	ID string
 	// Capacity is how many tasks the worker runs at once.
 	Capacity int
-	// Labels describe the worker to the master, each "key=value".
+	// Labels describe the worker to the master, each "key=value" (task.ParseLabel's
+	// rules): a task whose selector asks for labels runs only on a worker with them all.
 	Labels []string
 	// Addr is the address advertised in /workers/<id>; informational only.
 	Addr string
