@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -134,7 +135,9 @@ type placement struct {
 }
 
 // dispatch assigns the pending tasks that may run, the highest priority and then
-// the oldest first, each to the live worker with the most free slots.
+// the oldest first, each to the live worker with the most free slots among those whose
+// labels its selector matches. A task that no such worker can take now is passed over,
+// not waited for: a task after it may fit elsewhere. It stops when no slot is free.
 func (l *leader) dispatch() error {
 	now := time.Now()
 	var pending []*taskState
@@ -156,19 +159,41 @@ func (l *leader) dispatch() error {
 	if err := l.planShards(free); err != nil {
 		return err
 	}
+	left := 0
+	for _, n := range free {
+		left += max(n, 0)
+	}
+	// Selectors that found no free slot this round: slots only fill up as the round
+	// goes, so the tasks after with the same selector are skipped at the cost of a
+	// lookup, whatever the number of pending tasks.
+	placeless := map[string]bool{}
 	var batch []placement
 	for _, t := range pending {
-		w := mostFree(free)
-		if w == "" {
+		if left == 0 {
 			break
 		}
+		var w string
 		if t.spec.Shard != nil {
-			// An item of a sharded job runs where the job's plan places it.
+			// An item of a sharded job runs where the job's plan places it (on the
+			// workers its selector matches: planShards).
 			if w = l.shardOwner(&t.spec); free[w] <= 0 {
+				continue
+			}
+		} else {
+			sel := ""
+			if len(t.spec.Selector) > 0 {
+				sel = selectorKey(t.spec.Selector)
+				if placeless[sel] {
+					continue
+				}
+			}
+			if w = l.mostFree(free, t.spec.Selector); w == "" {
+				placeless[sel] = true
 				continue
 			}
 		}
 		free[w]--
+		left--
 		batch = append(batch, placement{t, w})
 		if len(batch) == maxOpsPerMulti-1 {
 			if err := l.assignBatch(batch); err != nil {
@@ -207,10 +232,22 @@ func (l *leader) freeSlots() map[string]int {
 	return free
 }
 
-func mostFree(free map[string]int) string {
+// selectorKey is a selector as a map key: its sorted entries, each ended by a NUL (a
+// valid label's key holds no '=' and its value no NUL, so no two selectors share one).
+func selectorKey(sel task.Selector) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(sel)) {
+		b.WriteString(k + "=" + sel[k] + "\x00")
+	}
+	return b.String()
+}
+
+// mostFree returns, of the workers in free whose labels sel matches, the one with the
+// most free slots (the first by id among equals); "" if none has a free slot.
+func (l *leader) mostFree(free map[string]int, sel task.Selector) string {
 	best := ""
 	for w, n := range free {
-		if n > 0 && (best == "" || n > free[best] || n == free[best] && w < best) {
+		if n > 0 && (best == "" || n > free[best] || n == free[best] && w < best) && sel.Matches(l.workers[w].info.Labels) {
 			best = w
 		}
 	}

@@ -10,7 +10,8 @@
 // without a run the pending tasks that are cancelled, invalid, or lost their worker
 // too many times; and assigns pending tasks — highest priority, then oldest, first;
 // a task that failed not before its retry delay — each to the live worker with the
-// most free slots, in multis that check the master's epoch.
+// most free slots among those that have its selector's labels, in multis that check
+// the master's epoch. A task no such worker can take is passed over, not waited for.
 //
 // A master that may have lost /master (its session suspended or expired, its node
 // gone) stops at once; it campaigns again and, if elected, starts a new epoch and

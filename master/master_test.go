@@ -87,6 +87,12 @@ type fakeWorker struct {
 
 func (c *cluster) worker(id string, capacity int) *fakeWorker {
 	c.t.Helper()
+	return c.labeledWorker(id, capacity, nil)
+}
+
+// labeledWorker registers a worker with labels by hand on its own session.
+func (c *cluster) labeledWorker(id string, capacity int, labels map[string]string) *fakeWorker {
+	c.t.Helper()
 	w := &fakeWorker{c: c, id: id, s: c.session()}
 	ctx := context.Background()
 	if err := w.s.MakeDirs(ctx, c.layout.AssignDir(id)); err != nil {
@@ -95,7 +101,7 @@ func (c *cluster) worker(id string, capacity int) *fakeWorker {
 	if err := w.s.MakeDirs(ctx, c.layout.Workers()); err != nil {
 		c.t.Fatal(err)
 	}
-	info, _ := json.Marshal(task.WorkerInfo{Capacity: capacity, Started: time.Now()})
+	info, _ := json.Marshal(task.WorkerInfo{Capacity: capacity, Labels: labels, Started: time.Now()})
 	if _, err := w.s.Conn().Create(c.layout.Worker(id), info, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		c.t.Fatal(err)
 	}

@@ -179,17 +179,19 @@ func (l *leader) readShardPlan(j *jobState) error {
 	return nil
 }
 
-// planShards places each sharded job's items on the workers that take work, balanced
-// and sticky (balance.Plan), and records the plan when it changed, so that the next
-// master starts from it.
+// planShards places each sharded job's items on the workers that take work and match
+// the job's selector, balanced and sticky (balance.Plan), and records the plan when it
+// changed, so that the next master starts from it.
 func (l *leader) planShards(free map[string]int) error {
-	members := make([]string, 0, len(free))
-	for w := range free {
-		members = append(members, w)
-	}
 	for _, j := range l.jobs {
 		if j.invalid != nil || j.job.Shards == 0 {
 			continue
+		}
+		var members []string
+		for w := range free {
+			if j.job.Task.Selector.Matches(l.workers[w].info.Labels) {
+				members = append(members, w)
+			}
 		}
 		plan := task.ShardPlan(balance.Plan(j.plan, members, j.job.ShardItems()))
 		if maps.EqualFunc(plan, j.plan, slices.Equal) && j.planned {

@@ -40,6 +40,12 @@ type Task struct {
 	CancelRequested bool `json:"cancel_requested,omitempty"`
 	// History holds the runs that did not end it, in order.
 	History []Attempt `json:"history,omitempty"`
+	// Waiting says, of a pending task, why it has not been given to a worker, as far
+	// as the client can tell from the live workers' registrations and the task's
+	// retry delay: "no live worker has labels gpu=true (live: w1 os=linux)". Empty when
+	// a live worker that takes tasks matches it: it waits for a free slot, or for the
+	// master.
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // Client submits and follows tasks through a Session. It is safe for concurrent use.
@@ -139,20 +145,48 @@ func (c *Client) Get(ctx context.Context, id string) (*Task, error) {
 	if err := CheckID(id); err != nil {
 		return nil, err
 	}
-	t, err := c.lookup(ctx, id)
+	t, err := c.lookup(ctx, id, &workerSnapshot{})
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", id, err)
 	}
 	return t, nil
 }
 
-// lookup returns task id, its errors not yet saying the step.
-func (c *Client) lookup(ctx context.Context, id string) (*Task, error) {
+// GetEach returns the tasks of ids, in that order, leaving out those that do not
+// exist: as Get for each, with one read of the workers for all.
+func (c *Client) GetEach(ctx context.Context, ids []string) ([]*Task, error) {
+	for _, id := range ids {
+		if err := CheckID(id); err != nil {
+			return nil, err
+		}
+	}
+	dirs, err := c.assignDirs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("get: %w", err)
+	}
+	ws := &workerSnapshot{}
+	out := make([]*Task, 0, len(ids))
+	for _, id := range ids {
+		t, err := c.get(ctx, id, func() (string, error) { return c.findAssignment(ctx, id, dirs) }, ws)
+		if errors.Is(err, ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("get %s: %w", id, err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// lookup returns task id, its errors not yet saying the step; ws, if not nil, serves
+// the reason it waits.
+func (c *Client) lookup(ctx context.Context, id string, ws *workerSnapshot) (*Task, error) {
 	workers, err := c.assignDirs(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return c.get(ctx, id, func() (string, error) { return c.findAssignment(ctx, id, workers) })
+	return c.get(ctx, id, func() (string, error) { return c.findAssignment(ctx, id, workers) }, ws)
 }
 
 // List returns every task, oldest first.
@@ -173,8 +207,9 @@ func (c *Client) List(ctx context.Context) ([]*Task, error) {
 		return nil, fmt.Errorf("list: %w", err)
 	}
 	out := make([]*Task, 0, len(ids))
+	ws := &workerSnapshot{}
 	for _, id := range ids {
-		t, err := c.get(ctx, id, func() (string, error) { return assigned[id], nil })
+		t, err := c.get(ctx, id, func() (string, error) { return assigned[id], nil }, ws)
 		if errors.Is(err, ErrNotFound) {
 			continue // deleted meanwhile
 		}
@@ -186,8 +221,9 @@ func (c *Client) List(ctx context.Context) ([]*Task, error) {
 	return out, nil
 }
 
-// get reads task id; worker says which worker holds its assignment, if any.
-func (c *Client) get(ctx context.Context, id string, worker func() (string, error)) (*Task, error) {
+// get reads task id; worker says which worker holds its assignment, if any; ws, if not
+// nil, is the workers read for the reason a pending task waits.
+func (c *Client) get(ctx context.Context, id string, worker func() (string, error), ws *workerSnapshot) (*Task, error) {
 	t := &Task{ID: id}
 	if err := c.readJSON(ctx, c.l.Task(id), &t.Spec); err != nil {
 		if errors.Is(err, zk.ErrNoNode) {
@@ -244,6 +280,9 @@ func (c *Client) get(ctx context.Context, id string, worker func() (string, erro
 	}
 	if !t.State.Ended() {
 		t.CancelRequested = kids.Cancel
+	}
+	if t.State == Pending && ws != nil {
+		t.Waiting = ws.waiting(ctx, c, t)
 	}
 	return t, nil
 }
@@ -322,7 +361,7 @@ func (c *Client) Cancel(ctx context.Context, id string) error {
 	if err := CheckID(id); err != nil {
 		return err
 	}
-	t, err := c.lookup(ctx, id)
+	t, err := c.lookup(ctx, id, nil)
 	if err != nil {
 		return fmt.Errorf("cancel %s: %w", id, err)
 	}

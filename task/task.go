@@ -54,6 +54,10 @@ type Spec struct {
 	// Priority: pending tasks of a higher priority are assigned first; among equals,
 	// the older first.
 	Priority int `json:"priority,omitempty"`
+	// Selector is the labels a worker must all have to run the task ("os=linux,gpu=true"
+	// in text, an object in JSON); empty, any worker may. A task no live worker matches
+	// stays pending: it is never failed for it.
+	Selector Selector `json:"selector,omitempty"`
 	// Submitted is when the client submitted it.
 	Submitted time.Time `json:"submitted"`
 	// Token identifies the submission, so that a submit whose reply was lost can find
@@ -156,6 +160,9 @@ func (s *Spec) Validate() error {
 	case "", OnParentFailureFail, OnParentFailureSkip:
 	default:
 		bad("on_parent_failure", "%q: want %s or %s", s.OnParentFailure, OnParentFailureFail, OnParentFailureSkip)
+	}
+	for _, err := range s.Selector.check() {
+		bad("selector", "%v", err)
 	}
 	if len(errs) == 0 {
 		if b, _ := json.Marshal(s); len(b) > MaxSpecSize {

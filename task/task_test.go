@@ -20,6 +20,9 @@ func TestSpecValidate(t *testing.T) {
 		{"everything wrong", Spec{Command: "a\x00", Args: []string{"\x00"}, Env: map[string]string{"A=B": "", "": "x"},
 			Timeout: -1, Retries: MaxRetries + 1, RetryDelay: -1, Priority: MaxPriority + 1},
 			[]string{"command: contains a NUL", "args[0]", `"A=B"`, "timeout", "retries: 101", "retry_delay", "priority"}},
+		{"selector", Spec{Command: "x", Selector: Selector{"os": "linux", "gpu": ""}}, nil},
+		{"bad selector", Spec{Command: "x", Selector: Selector{"": "x", "os": "a\x00"}},
+			[]string{`selector: "=x": want a key`, `selector: "os=a\x00": the value contains a NUL`}},
 		{"too large", Spec{Command: "x", Args: []string{strings.Repeat("a", MaxSpecSize)}}, []string{"size"}},
 	}
 	for _, tt := range tests {

@@ -125,7 +125,8 @@ type TaskPage struct {
 }
 
 // listTasks reads the ids of all tasks with one getChildren and the tasks of the
-// page [offset, offset+limit) only, newest first.
+// page [offset, offset+limit) only, newest first (the workers, for why a pending one
+// waits, once for the page).
 func (c *Console) listTasks(ctx context.Context, offset, limit int) (TaskPage, error) {
 	var ids []string
 	err := c.read(ctx, func() (err error) {
@@ -143,15 +144,11 @@ func (c *Console) listTasks(ctx context.Context, offset, limit int) (TaskPage, e
 	if hi < len(ids) {
 		p.Next = &hi
 	}
-	client := c.taskClient()
-	for _, id := range ids[lo:hi] {
-		t, err := client.Get(ctx, id)
-		if errors.Is(err, task.ErrNotFound) {
-			continue // deleted meanwhile
-		}
-		if err != nil {
-			return TaskPage{}, err
-		}
+	tasks, err := c.taskClient().GetEach(ctx, ids[lo:hi])
+	if err != nil {
+		return TaskPage{}, err
+	}
+	for _, t := range tasks {
 		p.Tasks = append(p.Tasks, maskTask(t))
 	}
 	return p, nil
@@ -253,7 +250,7 @@ func (c *Console) apiSubmitTask(g *gin.Context) {
 	dec := json.NewDecoder(g.Request.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&spec); err != nil {
-		apiError(g, http.StatusBadRequest, "want a JSON task spec {\"command\", \"args\", \"env\", \"timeout\", …}: "+err.Error())
+		apiError(g, http.StatusBadRequest, "want a JSON task spec {\"command\", \"args\", \"env\", \"timeout\", \"selector\", …}: "+err.Error())
 		return
 	}
 	id, err := c.doSubmit(g, spec, "")

@@ -54,7 +54,8 @@ func (c *Console) taskPage(g *gin.Context) {
 }
 
 // specForm reads the submit form: command, args one per line, env K=V lines, timeout,
-// retries, priority. A field that does not parse is a requestError naming it.
+// retries, priority, selector (k=v,k=v). A field that does not parse is a requestError
+// naming it.
 func specForm(g *gin.Context) (task.Spec, error) {
 	spec := task.Spec{Command: strings.TrimSpace(g.PostForm("command")), Args: formLines(g.PostForm("args"))}
 	for i, l := range formLines(g.PostForm("env")) {
@@ -74,6 +75,11 @@ func specForm(g *gin.Context) (task.Spec, error) {
 		}
 		spec.Timeout = task.Duration(d)
 	}
+	sel, err := task.ParseSelector(g.PostForm("selector"))
+	if err != nil {
+		return spec, badRequest("%v", err)
+	}
+	spec.Selector = sel
 	for _, f := range []struct {
 		key string
 		to  *int

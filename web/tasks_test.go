@@ -127,6 +127,7 @@ func TestTasksAPI(t *testing.T) {
 		{map[string]any{"command": "x", "priority": 2_000_000}, "priority"},
 		{map[string]any{"command": "x", "timeout": "soon"}, "timeout"},
 		{map[string]any{"command": "x", "retires": 1}, "retires"},
+		{map[string]any{"command": "x", "selector": map[string]string{"-gpu": "true"}}, "selector"},
 	} {
 		r := op.do("POST", "/api/v1/tasks", bad.body)
 		expect(t, r, http.StatusBadRequest, "bad spec "+bad.field)
@@ -230,6 +231,61 @@ func TestTaskPages(t *testing.T) {
 	r = op.form("/tasks/"+id+"/retry", url.Values{csrfField: {op.csrf}})
 	if expect(t, r, http.StatusSeeOther, "retry form"); !strings.Contains(r.header.Get("Location"), "flash=") {
 		t.Errorf("retry form goes to %s", r.header.Get("Location"))
+	}
+}
+
+// TestTaskSelector: the submit form and the API take a selector; the list, the task
+// page and the API say why a task no live worker matches waits, naming the live
+// workers' labels.
+func TestTaskSelector(t *testing.T) {
+	f := startConsole(t)
+	ctx := testCtx(t)
+	tc := task.NewClient(f.session, task.DefaultLayout)
+	op := f.login(t, "olga")
+	r := op.form("/tasks", url.Values{csrfField: {op.csrf}, "command": {"/bin/true"}, "selector": {"gpu"}})
+	if expect(t, r, http.StatusSeeOther, "bad selector form"); !strings.Contains(r.header.Get("Location"), "error=selector") {
+		t.Errorf("a bad selector goes to %s, want an error naming the selector", r.header.Get("Location"))
+	}
+	r = op.form("/tasks", url.Values{csrfField: {op.csrf}, "command": {"/bin/true"}, "selector": {"gpu=true, os=linux"}})
+	expect(t, r, http.StatusSeeOther, "submit form")
+	formID := strings.TrimPrefix(strings.SplitN(r.header.Get("Location"), "?", 2)[0], "/tasks/")
+	if got, err := tc.Get(ctx, formID); err != nil || got.Spec.Selector.String() != "gpu=true,os=linux" {
+		t.Fatalf("task from the form: %+v, %v; want selector gpu=true,os=linux", got, err)
+	}
+	r = op.do("POST", "/api/v1/tasks", map[string]any{"command": "/bin/true", "selector": map[string]string{"gpu": "true"}})
+	expect(t, r, http.StatusCreated, "submit")
+	apiID, _ := r.json["id"].(string)
+
+	l := task.DefaultLayout
+	for _, dir := range []string{l.Root(), l.Workers()} {
+		if _, err := f.conn.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
+			t.Fatal(err)
+		}
+	}
+	info, _ := json.Marshal(task.WorkerInfo{Capacity: 1, State: task.WorkerActive, Labels: map[string]string{"os": "linux"}})
+	if _, err := f.conn.Create(l.Worker("w1"), info, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	r = op.do("GET", "/api/v1/tasks", nil)
+	var page TaskPage
+	if err := json.Unmarshal([]byte(r.body), &page); err != nil || len(page.Tasks) != 2 {
+		t.Fatalf("list %s: %v", r.body, err)
+	}
+	want := map[string]string{
+		formID: "no live worker has labels gpu=true,os=linux (live: w1 os=linux)",
+		apiID:  "no live worker has labels gpu=true (live: w1 os=linux)",
+	}
+	for _, tk := range page.Tasks {
+		if tk.State != task.Pending || tk.Waiting != want[tk.ID] {
+			t.Errorf("%s: %s, waiting %q; want pending, waiting %q", tk.ID, tk.State, tk.Waiting, want[tk.ID])
+		}
+	}
+	if list := op.do("GET", "/tasks", nil); !strings.Contains(list.body, want[apiID]) {
+		t.Errorf("the list page does not say why %s waits", apiID)
+	}
+	detail := op.do("GET", "/tasks/"+formID, nil)
+	if !strings.Contains(detail.body, "Waiting: "+want[formID]) || !strings.Contains(detail.body, "<code>gpu=true,os=linux</code>") {
+		t.Errorf("the task page does not show the selector and why it waits:\n%s", detail.body)
 	}
 }
 

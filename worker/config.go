@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strings"
 	"time"
@@ -32,7 +31,8 @@ type Config struct {
 	ID string
 	// Capacity is how many tasks the worker runs at once.
 	Capacity int
-	// Labels describe the worker to the master, each "key=value".
+	// Labels describe the worker to the master, each "key=value" (task.ParseLabel's
+	// rules): a task whose selector asks for labels runs only on a worker with them all.
 	Labels []string
 	// Addr is the address advertised in /workers/<id>; informational only.
 	Addr string
@@ -69,10 +69,6 @@ func DefaultConfig() Config {
 		HeartbeatInterval: 3 * time.Second,
 	}
 }
-
-// labelKeyPattern is what a label's key may be: it travels as a JSON key and is meant
-// to be matched by name.
-var labelKeyPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$`)
 
 // Validate reports every problem of c, each as "key = value: what is allowed", with
 // the keys of the configuration's worker section (Servers is zk).
@@ -114,28 +110,24 @@ func orEmpty(s string) string {
 	return s
 }
 
-// parseLabels turns "key=value" entries into a map; bad, if not nil, hears of every
-// entry that is not one, and why.
+// parseLabels turns "key=value" entries into a map, by task.ParseLabel's rules (the
+// ones a task's selector follows); bad, if not nil, hears of every entry that is not
+// one, and why.
 func parseLabels(entries []string, bad func(entry, why string)) map[string]string {
 	if bad == nil {
 		bad = func(string, string) {}
 	}
 	labels := make(map[string]string, len(entries))
 	for _, e := range entries {
-		k, v, ok := strings.Cut(e, "=")
-		switch {
-		case !ok:
-			bad(e, "want key=value")
-		case !labelKeyPattern.MatchString(k):
-			bad(e, "want a key of 1 to 128 letters, digits, '.', '_', '/' or '-', starting with a letter or digit")
-		case strings.ContainsRune(v, 0):
-			bad(e, "the value contains a NUL byte")
-		default:
-			if _, dup := labels[k]; dup {
-				bad(e, fmt.Sprintf("key %s given twice", k))
-			}
-			labels[k] = v
+		k, v, err := task.ParseLabel(e)
+		if err != nil {
+			bad(e, err.Error())
+			continue
 		}
+		if _, dup := labels[k]; dup {
+			bad(e, fmt.Sprintf("key %s given twice", k))
+		}
+		labels[k] = v
 	}
 	if len(labels) == 0 {
 		return nil

@@ -67,10 +67,11 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 }
 
 func TestParseLabels(t *testing.T) {
-	got := parseLabels([]string{"zone=eu-1", "gpu=", "k8s.io/role=batch=x"}, func(e, why string) {
+	// Spaces around a key and a value are trimmed, as in a task's selector.
+	got := parseLabels([]string{"zone=eu-1", "gpu=", "k8s.io/role=batch=x", " os = linux "}, func(e, why string) {
 		t.Errorf("%q: %s", e, why)
 	})
-	want := map[string]string{"zone": "eu-1", "gpu": "", "k8s.io/role": "batch=x"}
+	want := map[string]string{"zone": "eu-1", "gpu": "", "k8s.io/role": "batch=x", "os": "linux"}
 	if !maps.Equal(got, want) {
 		t.Fatalf("parseLabels = %v; want %v", got, want)
 	}

@@ -53,6 +53,7 @@ func (t *taskCLI) submitCmd() *cobra.Command {
 	var (
 		spec  task.Spec
 		env   []string
+		sel   string
 		delay time.Duration
 		tmo   time.Duration
 	)
@@ -67,6 +68,7 @@ func (t *taskCLI) submitCmd() *cobra.Command {
 	f.IntVar(&spec.Priority, "priority", 0, "higher runs first")
 	f.StringArrayVar(&env, "env", nil, "`K=V` added to the task's environment (repeatable)")
 	f.StringVar(&spec.Dir, "dir", "", "working `directory` on the worker")
+	f.StringVar(&sel, "selector", "", "`k=v[,k=v...]`: labels a worker must all have to run the task")
 	return t.subcommand(cmd, cobra.MinimumNArgs(1), func(ctx context.Context, c *task.Client, cmd *cobra.Command, args []string) error {
 		spec.Command, spec.Args = args[0], args[1:]
 		spec.Timeout, spec.RetryDelay = task.Duration(tmo), task.Duration(delay)
@@ -79,6 +81,10 @@ func (t *taskCLI) submitCmd() *cobra.Command {
 				spec.Env = map[string]string{}
 			}
 			spec.Env[k] = v
+		}
+		var err error
+		if spec.Selector, err = task.ParseSelector(sel); err != nil {
+			return usageError("--selector: %w", err)
 		}
 		if err := spec.Validate(); err != nil {
 			return usageError("%w", err)
@@ -105,7 +111,7 @@ func (t *taskCLI) getCmd() *cobra.Command {
 
 func (t *taskCLI) listCmd() *cobra.Command {
 	var asJSON bool
-	cmd := &cobra.Command{Use: "list", Short: "List the tasks, oldest first"}
+	cmd := &cobra.Command{Use: "list", Short: "List the tasks, oldest first; a pending one says why it waits, when known"}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
 	return t.subcommand(cmd, cobra.NoArgs, func(ctx context.Context, c *task.Client, cmd *cobra.Command, _ []string) error {
 		tasks, err := c.List(ctx)
@@ -119,7 +125,7 @@ func (t *taskCLI) listCmd() *cobra.Command {
 			return printJSON(cmd, tasks)
 		}
 		w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "ID\tSTATE\tWORKER\tEXIT\tCOMMAND")
+		fmt.Fprintln(w, "ID\tSTATE\tWORKER\tEXIT\tCOMMAND\tWAITING")
 		for _, tk := range tasks {
 			exit := ""
 			switch {
@@ -128,8 +134,8 @@ func (t *taskCLI) listCmd() *cobra.Command {
 			case tk.Status != nil && tk.State != task.Cancelled:
 				exit = fmt.Sprint(tk.Status.ExitCode)
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", tk.ID, tk.State, tk.Worker, exit,
-				strings.Join(append([]string{tk.Spec.Command}, tk.Spec.Args...), " "))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", tk.ID, tk.State, tk.Worker, exit,
+				strings.Join(append([]string{tk.Spec.Command}, tk.Spec.Args...), " "), tk.Waiting)
 		}
 		return w.Flush()
 	})
