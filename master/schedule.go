@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"maps"
 	"path"
@@ -341,31 +340,12 @@ func (l *leader) recordFire(ctx context.Context, j *jobState, d task.Decision, n
 	return nil
 }
 
-// jobTasks are the creates of the tasks a fire of job j at scheduled starts: one, or
-// one per item of a sharded job.
+// jobTasks are the creates of the tasks a fire of job j at scheduled starts (Job.Runs).
 func (l *leader) jobTasks(j *jobState, scheduled time.Time, fire string, now time.Time) []any {
-	spec := j.job.Task
-	spec.Submitted, spec.Job, spec.Scheduled = now.UTC(), j.name, scheduled.UTC()
-	spec.Token = j.name + "/" + fire
-	if j.job.Shards == 0 {
-		return []any{l.taskCreate(spec)}
-	}
-	ops := make([]any, j.job.Shards)
-	for i := range ops {
-		item := spec
-		item.Shard = &task.Shard{Item: i, Total: j.job.Shards}
-		if i < len(j.job.ShardParams) {
-			item.Shard.Param = j.job.ShardParams[i]
-		}
-		item.Env = maps.Clone(spec.Env)
-		if item.Env == nil {
-			item.Env = map[string]string{}
-		}
-		item.Env["PADDOCK_SHARD_ITEM"] = strconv.Itoa(i)
-		item.Env["PADDOCK_SHARD_TOTAL"] = strconv.Itoa(j.job.Shards)
-		item.Env["PADDOCK_SHARD_PARAM"] = item.Shard.Param
-		item.Token = fmt.Sprintf("%s/%d", spec.Token, i)
-		ops[i] = l.taskCreate(item)
+	specs := j.job.Runs(scheduled, now, j.name+"/"+fire)
+	ops := make([]any, len(specs))
+	for i, spec := range specs {
+		ops[i] = l.taskCreate(spec)
 	}
 	return ops
 }

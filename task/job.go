@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -250,6 +251,39 @@ func (j *Job) ShardItems() []string {
 	out := make([]string, j.Shards)
 	for i := range out {
 		out[i] = strconv.Itoa(i)
+	}
+	return out
+}
+
+// Runs returns the specs of the tasks one run of the job is: its task, or one per item
+// of a sharded job (with Shard and the PADDOCK_SHARD_* environment), each submitted at
+// now with a token derived from token. scheduled is the fire's time (zero for a
+// run-now).
+func (j *Job) Runs(scheduled, now time.Time, token string) []Spec {
+	spec := j.Task
+	spec.Submitted, spec.Job, spec.Token = now.UTC(), j.Name, token
+	if !scheduled.IsZero() {
+		spec.Scheduled = scheduled.UTC()
+	}
+	if j.Shards == 0 {
+		return []Spec{spec}
+	}
+	out := make([]Spec, j.Shards)
+	for i := range out {
+		item := spec
+		item.Shard = &Shard{Item: i, Total: j.Shards}
+		if i < len(j.ShardParams) {
+			item.Shard.Param = j.ShardParams[i]
+		}
+		item.Env = maps.Clone(spec.Env)
+		if item.Env == nil {
+			item.Env = map[string]string{}
+		}
+		item.Env["PADDOCK_SHARD_ITEM"] = strconv.Itoa(i)
+		item.Env["PADDOCK_SHARD_TOTAL"] = strconv.Itoa(j.Shards)
+		item.Env["PADDOCK_SHARD_PARAM"] = item.Shard.Param
+		item.Token = fmt.Sprintf("%s/%d", token, i)
+		out[i] = item
 	}
 	return out
 }

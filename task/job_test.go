@@ -207,3 +207,29 @@ func TestPlanEachTimeOnce(t *testing.T) {
 		}
 	}
 }
+
+// A sharded job's run is one task per item, with its parameter in Shard and the
+// environment; the job's own environment is not shared between the items.
+func TestJobRuns(t *testing.T) {
+	j := Job{Name: "s", Task: Spec{Command: "x", Env: map[string]string{"A": "1"}}, Shards: 3, ShardParams: []string{"a", "b"}}
+	runs := j.Runs(t0, t0, "tok")
+	if len(runs) != 3 {
+		t.Fatalf("%d runs", len(runs))
+	}
+	for i, r := range runs {
+		if r.Shard == nil || r.Shard.Item != i || r.Shard.Total != 3 || r.Job != "s" || !r.Scheduled.Equal(t0) ||
+			r.Env["PADDOCK_SHARD_ITEM"] != fmt.Sprint(i) || r.Env["A"] != "1" || r.Token != fmt.Sprintf("tok/%d", i) {
+			t.Fatalf("item %d: %+v", i, r)
+		}
+	}
+	if runs[1].Shard.Param != "b" || runs[2].Shard.Param != "" || runs[1].Env["PADDOCK_SHARD_PARAM"] != "b" {
+		t.Fatalf("params: %+v %+v", runs[1].Shard, runs[2].Shard)
+	}
+	runs[0].Env["A"] = "changed"
+	if runs[1].Env["A"] != "1" || j.Task.Env["A"] != "1" {
+		t.Fatal("the items share one environment map")
+	}
+	if one := (&Job{Name: "p", Task: Spec{Command: "x"}}).Runs(time.Time{}, t0, "tok"); len(one) != 1 || one[0].Shard != nil || !one[0].Scheduled.IsZero() {
+		t.Fatalf("a plain job's run-now: %+v", one)
+	}
+}
