@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"time"
 
@@ -270,10 +271,11 @@ func (c *Client) SetJobEnabled(ctx context.Context, name string, enabled bool) e
 const deleteBatch = 200
 
 // DeleteJob deletes the job: its fire records, oldest first, then the newest with the
-// fires directory and the job in one multi, so that a master never sees the job with
-// fewer records than it wrote (it fires the times after the newest). If the master
-// records a fire meanwhile, the deletion goes on from there. Tasks the job started are
-// not touched. No job of that name is an error wrapping ErrJobNotFound.
+// fires directory, any other node the master keeps under the job (a leaf, such as a
+// sharded job's plan) and the job in one multi, so that a master never sees the job
+// with fewer records than it wrote (it fires the times after the newest). If the
+// master records a fire meanwhile, the deletion goes on from there. Tasks the job
+// started are not touched. No job of that name is an error wrapping ErrJobNotFound.
 func (c *Client) DeleteJob(ctx context.Context, name string) error {
 	if err := CheckJobName(name); err != nil {
 		return err
@@ -282,38 +284,47 @@ func (c *Client) DeleteJob(ctx context.Context, name string) error {
 	conn := c.s.Conn()
 	tried := false // a final multi was sent: a job gone since is ours to have deleted
 	for {
-		var ok bool
-		if err := c.retry(ctx, func() (err error) { ok, _, err = conn.Exists(c.l.Job(name)); return err }); err != nil {
-			return fmt.Errorf("%s: %w", step, err)
-		}
-		if !ok {
-			if tried {
-				return nil
-			}
+		var kids []string
+		err := c.retry(ctx, func() (err error) { kids, _, err = conn.Children(c.l.Job(name)); return err })
+		switch {
+		case errors.Is(err, zk.ErrNoNode) && tried:
+			return nil
+		case errors.Is(err, zk.ErrNoNode):
 			return fmt.Errorf("%s: %w", step, ErrJobNotFound)
-		}
-		fires, dir, err := c.fireNames(ctx, name)
-		if err != nil {
+		case err != nil:
 			return fmt.Errorf("%s: %w", step, err)
 		}
-		var ops []any
+		var fires []string
+		if slices.Contains(kids, firesName) {
+			if fires, _, err = c.fireNames(ctx, name); err != nil {
+				return fmt.Errorf("%s: %w", step, err)
+			}
+		}
+		var paths []string // deleted by the final multi, in order
 		if len(fires) > 0 {
 			if err := c.deleteFires(ctx, name, fires[:len(fires)-1]); err != nil {
 				return fmt.Errorf("%s: %w", step, err)
 			}
-			ops = append(ops, &zk.DeleteRequest{Path: c.l.Fire(name, fires[len(fires)-1]), Version: -1})
+			paths = append(paths, c.l.Fire(name, fires[len(fires)-1]))
 		}
-		if dir {
-			ops = append(ops, &zk.DeleteRequest{Path: c.l.Fires(name), Version: -1})
+		slices.Sort(kids)
+		for _, k := range kids {
+			paths = append(paths, c.l.join("jobs", name, k))
 		}
-		ops = append(ops, &zk.DeleteRequest{Path: c.l.Job(name), Version: -1})
+		paths = append(paths, c.l.Job(name))
+		ops := make([]any, len(paths))
+		for i, p := range paths {
+			ops[i] = &zk.DeleteRequest{Path: p, Version: -1}
+		}
 		tried = true
-		_, err = multiErr(conn.Multi(ops...))
+		i, err := multiErr(conn.Multi(ops...))
 		switch {
 		case err == nil:
 			return nil
+		case errors.Is(err, zk.ErrNotEmpty) && i >= 0 && path.Base(paths[i]) != firesName && paths[i] != c.l.Job(name):
+			return fmt.Errorf("%s: %s has children, which the client does not know how to delete", step, paths[i])
 		case errors.Is(err, zk.ErrNotEmpty), errors.Is(err, zk.ErrNoNode):
-			continue // the master recorded a fire, or trimmed one: look again
+			continue // the master recorded a fire, or trimmed one, or added a node: look again
 		}
 		if err := c.s.WaitToRetry(ctx, err); err != nil {
 			return fmt.Errorf("%s: %w", step, err)

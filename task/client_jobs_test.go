@@ -343,6 +343,10 @@ func TestDeleteJob(t *testing.T) {
 	if v, err := jc.c.GetJob(ctx, "nightly"); err != nil || v.FireCount != n {
 		t.Fatalf("before delete: %v, %v", v, err)
 	}
+	// Another node the master keeps under the job (a sharded job's plan) goes too.
+	if _, err := jc.s.Conn().Create(jc.l.Job("nightly")+"/shards", []byte(`{"w1":["0"]}`), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
 	if err := jc.c.DeleteJob(ctx, "nightly"); err != nil {
 		t.Fatal(err)
 	}
@@ -362,6 +366,23 @@ func TestDeleteJob(t *testing.T) {
 	}
 	if err := jc.c.DeleteJob(ctx, "bare"); err != nil || jc.exists(jc.l.Job("bare")) {
 		t.Errorf("delete of a job without fires: %v", err)
+	}
+	// A node under the job that has children of its own is not the client's to guess
+	// about: the delete stops, naming it, instead of trying for ever.
+	if err := jc.c.CreateJob(ctx, nightly("odd")); err != nil {
+		t.Fatal(err)
+	}
+	odd := jc.l.Job("odd") + "/extra"
+	for _, p := range []string{odd, odd + "/child"} {
+		if _, err := jc.s.Conn().Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := jc.c.DeleteJob(ctx, "odd"); err == nil || !strings.Contains(err.Error(), "delete job odd: "+odd+" has children") {
+		t.Errorf("delete of a job with an unknown subtree: %v", err)
+	}
+	if !jc.exists(jc.l.Job("odd")) {
+		t.Error("the refused delete deleted the job")
 	}
 }
 
