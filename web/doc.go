@@ -20,8 +20,8 @@
 // /login and /static/* are open).
 //
 // Roles. viewer reads; operator also changes znodes, submits, cancels and retries
-// tasks, enables and disables replication tasks and edits log sources; admin may do
-// everything. A change by too low a role is 403. Every POST, PUT and DELETE must carry
+// tasks, creates, changes, runs and deletes jobs, enables and disables replication
+// tasks and edits log sources; admin may do everything. A change by too low a role is 403. Every POST, PUT and DELETE must carry
 // the session's CSRF token in the X-CSRF-Token header (API) or the csrf_token form
 // field (pages), else 403.
 //
@@ -69,8 +69,8 @@
 // shown to operators and admins only), /audit. Pages send a Content-Security-Policy
 // without inline script.
 //
-// Tasks and workers (task.Client over the layout under Config.Root). Changes need
-// operator; a bad spec is 400 naming the field and creates nothing:
+// Tasks, jobs and workers (task.Client over the layout under Config.Root). Changes
+// need operator; a bad spec or job is 400 naming the field and changes nothing:
 //
 //	GET    /api/v1/tasks?offset=0&limit=50      newest first, paged: {tasks, total, offset, next}
 //	GET    /api/v1/tasks/:id                    the task.Task: spec, state, assignment, status, history
@@ -78,6 +78,21 @@
 //	POST   /api/v1/tasks/:id/cancel             404 if none, 409 if it has ended
 //	POST   /api/v1/tasks/:id/retry              an ended task's spec as a new task: 201 {id, retry_of};
 //	                                            409 while it has not ended
+//	GET    /api/v1/jobs                         {jobs: [task.JobView]} by name: job, version, the newest
+//	                                            fires (newest first), fire_count, next times, active tasks
+//	GET    /api/v1/jobs/:name                   the task.JobView; 400 for a bad name, 404 if none
+//	POST   /api/v1/jobs {task.Job}              201 with the JobView; 409 if it exists; unknown fields
+//	                                            and bad values are 400 naming the field (task.timeout)
+//	PUT    /api/v1/jobs/:name[?version=N] {task.Job}   replaces the definition at version N (a
+//	                                            JobView's) or the one it reads: 409 if changed since
+//	POST   /api/v1/jobs/:name/enable            and /disable: {name, enabled}
+//	POST   /api/v1/jobs/:name/run               a run now, enabled or not: 201 {id, job}
+//	DELETE /api/v1/jobs/:name                   its fire records too; the tasks it started stay
+//
+// A job's task is answered and audited with its secrets masked, as a task's; a PUT that
+// sends them back masked, as read, keeps the stored ones, and one that holds a mask the
+// console cannot restore is 400 (it never stores the mask as a secret).
+//
 //	GET    /api/v1/workers                      {master: task.MasterInfo or null, workers: [{id, info,
 //	                                            assigned, running, beat, stale}]} (counts of /assign/<id>'s children;
 //	                                            stale: no heartbeat within info.heartbeat×3, ≥10 s)

@@ -282,28 +282,38 @@ func restoreSecrets(data, old []byte) ([]byte, error) {
 	return out, nil
 }
 
-// maskTask masks the secrets of t's spec in place (t is the caller's copy): env values
-// under secret-looking names, and arguments holding a DSN, a password= parameter, or
-// following a --password-like flag.
+// maskTask masks the secrets of t's spec in place (t is the caller's copy): maskSpec.
 func maskTask(t *task.Task) *task.Task {
 	if t == nil {
 		return nil
 	}
-	if len(t.Spec.Env) > 0 {
-		env := make(map[string]string, len(t.Spec.Env))
-		for k, v := range t.Spec.Env {
+	maskSpec(&t.Spec)
+	return t
+}
+
+// maskSpec masks the secrets of a task spec in place, with new maps and slices (the
+// old ones are not changed): env values under secret-looking names, and arguments
+// holding a DSN, a password= parameter, or following a --password-like flag.
+func maskSpec(s *task.Spec) {
+	if len(s.Env) > 0 {
+		env := make(map[string]string, len(s.Env))
+		for k, v := range s.Env {
 			env[k] = maskValue(k, v)
 		}
-		t.Spec.Env = env
+		s.Env = env
 	}
-	args := slices.Clone(t.Spec.Args)
+	args := slices.Clone(s.Args)
 	for i, a := range args {
-		key := ""
-		if i > 0 && strings.HasPrefix(t.Spec.Args[i-1], "-") && !strings.Contains(t.Spec.Args[i-1], "=") {
-			key = strings.TrimLeft(t.Spec.Args[i-1], "-")
-		}
-		args[i] = maskValue(key, a)
+		args[i] = maskValue(argKey(s.Args, i), a)
 	}
-	t.Spec.Args = args
-	return t
+	s.Args = args
+}
+
+// argKey is the key of argument i: the flag before it, if that is a flag without a
+// value of its own (--password, not --password=x).
+func argKey(args []string, i int) string {
+	if i > 0 && strings.HasPrefix(args[i-1], "-") && !strings.Contains(args[i-1], "=") {
+		return strings.TrimLeft(args[i-1], "-")
+	}
+	return ""
 }

@@ -66,9 +66,10 @@ func serviceStatus(err error) (int, string) {
 	switch {
 	case errors.As(err, &re):
 		return http.StatusBadRequest, re.msg
-	case errors.Is(err, task.ErrNotFound), errors.Is(err, task.ErrNotDrained), errors.Is(err, replicator.ErrNoTask), errors.Is(err, logcollector.ErrNoSource):
+	case errors.Is(err, task.ErrNotFound), errors.Is(err, task.ErrNotDrained), errors.Is(err, replicator.ErrNoTask), errors.Is(err, logcollector.ErrNoSource),
+		errors.Is(err, task.ErrJobNotFound):
 		return http.StatusNotFound, err.Error()
-	case errors.Is(err, task.ErrEnded), errors.Is(err, replicator.ErrTaskExists),
+	case errors.Is(err, task.ErrEnded), errors.Is(err, task.ErrJobExists), errors.Is(err, task.ErrJobChanged), errors.Is(err, replicator.ErrTaskExists),
 		errors.Is(err, replicator.ErrEnabled), errors.Is(err, logcollector.ErrSourceExists):
 		return http.StatusConflict, err.Error()
 	}
@@ -310,6 +311,14 @@ func (c *Console) serviceAPIRoutes(r *gin.RouterGroup, operator, admin gin.Handl
 	r.POST("/tasks", operator, c.apiSubmitTask)
 	r.POST("/tasks/:id/cancel", operator, c.apiCancelTask)
 	r.POST("/tasks/:id/retry", operator, c.apiRetryTask)
+	r.GET("/jobs", c.apiJobs)
+	r.GET("/jobs/:name", c.apiJob)
+	r.POST("/jobs", operator, c.apiCreateJob)
+	r.PUT("/jobs/:name", operator, c.apiUpdateJob)
+	r.POST("/jobs/:name/enable", operator, c.apiEnableJob(true))
+	r.POST("/jobs/:name/disable", operator, c.apiEnableJob(false))
+	r.POST("/jobs/:name/run", operator, c.apiRunJob)
+	r.DELETE("/jobs/:name", operator, c.apiDeleteJob)
 	r.GET("/workers", c.apiWorkers)
 	r.POST("/workers/:id/drain", operator, c.apiDrain(true))
 	r.POST("/workers/:id/undrain", operator, c.apiDrain(false))

@@ -17,7 +17,7 @@ func TestServerListFlagIsZK(t *testing.T) {
 	want := map[string]bool{
 		"paddock master": true, "paddock worker": true, "paddock replicator": true,
 		"paddock replicator task": true, "paddock logcollector": true,
-		"paddock logcollector source": true, "paddock web": true, "paddock task": true,
+		"paddock logcollector source": true, "paddock web": true, "paddock task": true, "paddock job": true,
 		"paddock zk": true, "paddock bench": true,
 	}
 	var walk func(c *cobra.Command)

@@ -40,7 +40,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().String("log-level", "info", "log level: debug, info, warn or error")
 	root.AddCommand(newServerCmd(), newStoreCmd(), newBenchCmd(), newZKCmd(), newVersionCmd(),
-		newMasterCmd(), newWorkerCmd(), newTaskCmd(), newUpCmd(), newReplicatorCmd(), newLogCollectorCmd(), newWebCmd(), newCertsCmd())
+		newMasterCmd(), newWorkerCmd(), newTaskCmd(), newJobCmd(), newUpCmd(), newReplicatorCmd(), newLogCollectorCmd(), newWebCmd(), newCertsCmd())
 	return root
 }
 
