@@ -365,25 +365,34 @@ func (c *Client) deleteFires(ctx context.Context, job string, names []string) er
 // RunNow submits a run of the job now, whether it is enabled or not: its task, with
 // Spec.Job naming it and no scheduled time. It returns the task's id. The master's
 // concurrency policy does not apply to it.
-func (c *Client) RunNow(ctx context.Context, name string) (string, error) {
+func (c *Client) RunNow(ctx context.Context, name string) ([]string, error) {
 	if err := CheckJobName(name); err != nil {
-		return "", err
+		return nil, err
 	}
 	step := "run job " + name
 	j, _, _, err := c.readJob(ctx, name)
 	if errors.Is(err, zk.ErrNoNode) {
-		return "", fmt.Errorf("%s: %w", step, ErrJobNotFound)
+		return nil, fmt.Errorf("%s: %w", step, ErrJobNotFound)
 	}
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", step, err)
+		return nil, fmt.Errorf("%s: %w", step, err)
 	}
-	spec := j.Task
-	spec.Job, spec.Scheduled, spec.Submitted, spec.Token = name, time.Time{}, time.Time{}, ""
-	id, err := c.Submit(ctx, spec)
+	j.Name = name
+	specs := j.Runs(time.Time{}, time.Now(), newToken())
+	if len(specs) == 1 {
+		id, err := c.Submit(ctx, specs[0])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", step, err)
+		}
+		return []string{id}, nil
+	}
+	// A sharded job's items: all of them or none. The master places each on the worker
+	// the job's plan gives it.
+	ids, err := c.submitAll(ctx, specs)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", step, err)
+		return nil, fmt.Errorf("%s: %w", step, err)
 	}
-	return id, nil
+	return ids, nil
 }
 
 // GetJob returns the job with its newest fire records and next scheduled times, or an
@@ -494,8 +503,11 @@ func (c *Client) jobView(ctx context.Context, name string, now time.Time) (*JobV
 		}
 		v.Fires = append(v.Fires, f)
 	}
+	var started []string // oldest first: a fire's task, or a sharded fire's items
 	for i := len(v.Fires) - 1; i >= 0; i-- {
-		id := v.Fires[i].Task
+		started = append(append(started, v.Fires[i].Task), v.Fires[i].Tasks...)
+	}
+	for _, id := range started {
 		if CheckID(id) != nil || slices.Contains(v.Active, id) {
 			continue
 		}

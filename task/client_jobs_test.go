@@ -445,10 +445,11 @@ func TestRunNow(t *testing.T) {
 	if err := jc.c.CreateJob(ctx, j); err != nil {
 		t.Fatal(err)
 	}
-	id, err := jc.c.RunNow(ctx, "nightly")
-	if err != nil {
-		t.Fatal(err)
+	ids, err := jc.c.RunNow(ctx, "nightly")
+	if err != nil || len(ids) != 1 {
+		t.Fatal(ids, err)
 	}
+	id := ids[0]
 	tk, err := jc.c.Get(ctx, id)
 	if err != nil {
 		t.Fatal(err)
@@ -458,8 +459,24 @@ func TestRunNow(t *testing.T) {
 		s.Env["MODE"] != "full" || s.Retries != 2 || s.Token == "" || s.Submitted.IsZero() {
 		t.Fatalf("run-now task %+v: want the job's task, naming the job, no scheduled time", s)
 	}
-	if id2, err := jc.c.RunNow(ctx, "nightly"); err != nil || id2 == id {
-		t.Errorf("a second run-now: %s, %v; want another task", id2, err)
+	if id2, err := jc.c.RunNow(ctx, "nightly"); err != nil || len(id2) != 1 || id2[0] == id {
+		t.Errorf("a second run-now: %v, %v; want another task", id2, err)
+	}
+	// A sharded job's run-now is one task per item, all or none.
+	sj := nightly("sharded")
+	sj.Shards, sj.ShardParams = 3, []string{"a", "b", "c"}
+	if err := jc.c.CreateJob(ctx, sj); err != nil {
+		t.Fatal(err)
+	}
+	items, err := jc.c.RunNow(ctx, "sharded")
+	if err != nil || len(items) != 3 {
+		t.Fatalf("run-now of a sharded job: %v, %v; want three tasks", items, err)
+	}
+	for i, id := range items {
+		tk, err := jc.c.Get(ctx, id)
+		if err != nil || tk.Spec.Shard == nil || tk.Spec.Shard.Item != i || tk.Spec.Shard.Param != sj.ShardParams[i] {
+			t.Errorf("item %d: %+v, %v", i, tk, err)
+		}
 	}
 	if _, err := jc.c.RunNow(ctx, "missing"); !errors.Is(err, ErrJobNotFound) || err.Error() != "run job missing: no such job" {
 		t.Errorf("run-now of a missing job: %v", err)

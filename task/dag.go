@@ -146,8 +146,8 @@ func (c *Client) SubmitDAG(ctx context.Context, nodes []DAGNode) (map[string]str
 	}
 	dag := newToken()
 	now := time.Now().UTC()
-	ops := make([]any, 0, len(nodes))
-	for _, i := range order {
+	specs := make([]Spec, len(order))
+	for k, i := range order {
 		n := nodes[i]
 		spec := n.Spec
 		spec.DAG, spec.Name, spec.After, spec.OnParentFailure = dag, n.Name, n.After, n.OnParentFailure
@@ -155,15 +155,36 @@ func (c *Client) SubmitDAG(ctx context.Context, nodes []DAGNode) (map[string]str
 			spec.Submitted = now
 		}
 		spec.Token = dag + "/" + n.Name
+		specs[k] = spec
+	}
+	created, err := c.submitAll(ctx, specs)
+	if err != nil {
+		return nil, fmt.Errorf("submit dag: %w", err)
+	}
+	ids := make(map[string]string, len(nodes))
+	for k, i := range order {
+		ids[nodes[i].Name] = created[k]
+	}
+	return ids, nil
+}
+
+// submitAll creates the tasks of specs, each with its own token, in one multi — all of
+// them or none — and returns their ids in order. A multi whose answer is lost is found
+// by its tokens, as Submit does.
+func (c *Client) submitAll(ctx context.Context, specs []Spec) ([]string, error) {
+	ops := make([]any, len(specs))
+	tokens := make(map[string]int, len(specs))
+	for i, spec := range specs {
 		data, err := json.Marshal(spec)
 		if err != nil {
-			return nil, fmt.Errorf("submit dag: %w", err)
+			return nil, err
 		}
-		ops = append(ops, &zk.CreateRequest{Path: c.l.Task(taskPrefix), Data: data, Flags: zk.FlagSequence,
-			Acl: c.s.ACLFor(c.l.Task(taskPrefix))})
+		ops[i] = &zk.CreateRequest{Path: c.l.Task(taskPrefix), Data: data, Flags: zk.FlagSequence,
+			Acl: c.s.ACLFor(c.l.Task(taskPrefix))}
+		tokens[spec.Token] = i
 	}
 	if err := c.s.MakeDirs(ctx, c.l.Tasks()); err != nil {
-		return nil, fmt.Errorf("submit dag: %w", err)
+		return nil, err
 	}
 	conn := c.s.Conn()
 	for {
@@ -173,44 +194,45 @@ func (c *Client) SubmitDAG(ctx context.Context, nodes []DAGNode) (map[string]str
 			from = st.Cversion
 			return err
 		}); err != nil {
-			return nil, fmt.Errorf("submit dag: %w", err)
+			return nil, err
 		}
 		res, err := conn.Multi(ops...)
 		if err == nil {
-			ids := make(map[string]string, len(nodes))
-			for k, i := range order {
-				ids[nodes[i].Name] = path.Base(res[k].String)
+			ids := make([]string, len(res))
+			for i, r := range res {
+				ids[i] = path.Base(r.String)
 			}
 			return ids, nil
 		}
 		if !coordinator.IsConnLoss(err) || coordinator.WriteNotSent(err) {
 			if err := c.s.WaitToRetry(ctx, err); err != nil {
-				return nil, fmt.Errorf("submit dag: %w", err)
+				return nil, err
 			}
 			continue
 		}
-		// The answer was lost: the multi was applied whole, or not at all. Its first
-		// task's token says which.
-		first := nodes[order[0]].Name
-		id, err := c.findSubmitted(ctx, int64(from), dag+"/"+first)
+		// The answer was lost: the multi was applied whole, or not at all. The tokens say
+		// which.
+		ids, err := c.idsByToken(ctx, tokens, int64(from))
 		if err != nil {
-			return nil, fmt.Errorf("submit dag: %w", err)
+			return nil, err
 		}
-		if id != "" {
-			return c.dagIDs(ctx, dag, int64(from))
+		if len(ids) == len(specs) {
+			return ids, nil
 		}
 	}
 }
 
-// dagIDs finds the ids of a DAG's tasks, numbered from on, by their tokens.
-func (c *Client) dagIDs(ctx context.Context, dag string, from int64) (map[string]string, error) {
+// idsByToken finds the tasks numbered from on whose tokens are keys of tokens, and
+// returns their ids at the tokens' indexes; nil if not all are there.
+func (c *Client) idsByToken(ctx context.Context, tokens map[string]int, from int64) ([]string, error) {
 	conn := c.s.Conn()
-	var ids []string
-	if err := c.retry(ctx, func() (err error) { ids, _, err = conn.Children(c.l.Tasks()); return err }); err != nil {
-		return nil, fmt.Errorf("submit dag: %w", err)
+	var names []string
+	if err := c.retry(ctx, func() (err error) { names, _, err = conn.Children(c.l.Tasks()); return err }); err != nil {
+		return nil, err
 	}
-	out := map[string]string{}
-	for _, id := range ids {
+	ids := make([]string, len(tokens))
+	found := 0
+	for _, id := range names {
 		if seqOf(id) < from {
 			continue
 		}
@@ -219,11 +241,15 @@ func (c *Client) dagIDs(ctx context.Context, dag string, from int64) (map[string
 			if errors.Is(err, zk.ErrNoNode) {
 				continue
 			}
-			return nil, fmt.Errorf("submit dag: %w", err)
+			return nil, err
 		}
-		if spec.DAG == dag {
-			out[spec.Name] = id
+		if i, ok := tokens[spec.Token]; ok && ids[i] == "" {
+			ids[i] = id
+			found++
 		}
 	}
-	return out, nil
+	if found != len(tokens) {
+		return nil, nil
+	}
+	return ids, nil
 }

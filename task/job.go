@@ -334,7 +334,11 @@ func Plan(j Job, sched cron.Schedule, st PlanState, now time.Time) (out []Decisi
 	j = j.WithDefaults()
 	from := st.After
 	if !j.Start.IsZero() && j.Start.After(from) {
-		from = j.Start.Add(-time.Second) // Start itself may be a scheduled time
+		// Start itself may be a scheduled time; an @every schedule counts from Start.
+		from = j.Start.Add(-time.Second)
+		if every, ok := sched.(cron.ConstantDelaySchedule); ok {
+			from = j.Start.Add(-every.Delay)
+		}
 	}
 	var due []time.Time
 	t := sched.Next(from)

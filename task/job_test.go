@@ -170,6 +170,17 @@ func TestPlanBounds(t *testing.T) {
 	}
 }
 
+// An @every schedule with a start counts from the start: it fires at the start, then
+// every period.
+func TestPlanEveryFromStart(t *testing.T) {
+	j := mustSchedule(t, "@every 1h", "")
+	j.Concurrency, j.Start = ConcurrencyAllow, t0.Add(2*time.Hour)
+	ds, next := plan(t, j, PlanState{After: t0}, t0.Add(3*time.Hour))
+	if got := describe(ds); got != "11:00:00 started, 12:00:00 started" || !next.Equal(t0.Add(4*time.Hour)) {
+		t.Fatalf("%s, next %v", got, next)
+	}
+}
+
 // Randomized: whatever the moments the master plans at, each scheduled time in the
 // window is decided exactly once, in order.
 func TestPlanEachTimeOnce(t *testing.T) {

@@ -301,17 +301,19 @@ func (c *Console) apiRunJob(g *gin.Context) {
 	if !ok {
 		return
 	}
-	id, err := c.taskClient().RunNow(g.Request.Context(), name)
+	ids, err := c.taskClient().RunNow(g.Request.Context(), name)
 	if err != nil {
 		c.serviceError(g, name, err)
 		return
 	}
 	after := snapshotOf(nil, nil)
-	if t, err := c.taskClient().Get(g.Request.Context(), id); err == nil {
-		after = c.viewSnapshot(c.taskLayout().Task(id), maskTask(t).Spec)
+	if t, err := c.taskClient().Get(g.Request.Context(), ids[0]); err == nil {
+		after = c.viewSnapshot(c.taskLayout().Task(ids[0]), maskTask(t).Spec)
 	}
-	c.audit(g, AuditRecord{Action: "job.run", Target: name, Note: "task " + id, Before: snapshotOf(nil, nil), After: after})
-	g.JSON(http.StatusCreated, gin.H{"id": id, "job": name})
+	c.audit(g, AuditRecord{Action: "job.run", Target: name, Note: "tasks " + strings.Join(ids, ", "),
+		Before: snapshotOf(nil, nil), After: after})
+	// id is the first (the only one, unless the job is sharded: ids has one per item).
+	g.JSON(http.StatusCreated, gin.H{"id": ids[0], "ids": ids, "job": name})
 }
 
 func (c *Console) apiDeleteJob(g *gin.Context) {

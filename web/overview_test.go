@@ -268,8 +268,8 @@ func TestOverviewPlatformAndHistory(t *testing.T) {
 	for _, s := range p.Tasks.ByState {
 		counts[s.State] = s.Count
 	}
-	if counts["pending"] != 1 || p.Tasks.Total != 1 || len(p.Tasks.ByState) != 6 || p.Tasks.Error != "" {
-		t.Errorf("tasks %+v; want %s pending, 6 states", p.Tasks, id)
+	if counts["pending"] != 1 || p.Tasks.Total != 1 || len(p.Tasks.ByState) != 7 || p.Tasks.Error != "" {
+		t.Errorf("tasks %+v; want %s pending, 7 states", p.Tasks, id)
 	}
 	if p.Workers.Error != "" || p.Replication.Error != "" || p.Collection.Error != "" || len(p.Workers.Workers) != 0 {
 		t.Errorf("platform %+v; want empty lists, no errors", p)

@@ -59,11 +59,15 @@ type jobFlags struct {
 	retryDelay, timeout            time.Duration
 	env                            []string
 	dir                            string
+	selector                       string
+	shards                         int
+	shardParams                    []string
 }
 
 // definitionFlags are the flags that give a job's fields, which --file excludes.
 var definitionFlags = []string{"schedule", "time-zone", "start", "end", "misfire", "misfire-threshold",
-	"concurrency", "history", "disabled", "retries", "retry-delay", "timeout", "priority", "env", "dir"}
+	"concurrency", "history", "disabled", "retries", "retry-delay", "timeout", "priority", "env", "dir",
+	"selector", "shards", "shard-param"}
 
 func (f *jobFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.file, "file", "", "read the job from this JSON `file` (- for stdin) instead of the flags and command")
@@ -82,6 +86,9 @@ func (f *jobFlags) add(fs *pflag.FlagSet) {
 	fs.IntVar(&f.priority, "priority", 0, "higher runs first")
 	fs.StringArrayVar(&f.env, "env", nil, "`K=V` added to the task's environment (repeatable; update: replaces the environment)")
 	fs.StringVar(&f.dir, "dir", "", "working `directory` on the worker")
+	fs.StringVar(&f.selector, "selector", "", "labels a worker must have to run it, `k=v,k=v` (empty: any worker)")
+	fs.IntVar(&f.shards, "shards", 0, fmt.Sprintf("split each run into this many items, spread over the workers (0: not sharded; at most %d)", task.MaxShards))
+	fs.StringArrayVar(&f.shardParams, "shard-param", nil, "an item's `parameter`, in item order (repeatable: the first is item 0's)")
 }
 
 // apply sets on j the flags given (every flag when all is set: a create) and, when
@@ -150,6 +157,19 @@ func (f *jobFlags) apply(fs *pflag.FlagSet, j *task.Job, command []string, all b
 			}
 			j.Task.Env[k] = v
 		}
+	}
+	if given("selector") {
+		sel, err := task.ParseSelector(f.selector)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--selector %q: %w", f.selector, err))
+		}
+		j.Task.Selector = sel
+	}
+	if given("shards") {
+		j.Shards = f.shards
+	}
+	if given("shard-param") {
+		j.ShardParams = f.shardParams
 	}
 	if len(command) > 0 {
 		j.Task.Command, j.Task.Args = command[0], command[1:]
@@ -332,13 +352,15 @@ func (j *jobCLI) deleteCmd() *cobra.Command {
 }
 
 func (j *jobCLI) runNowCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "run-now NAME", Short: "Submit a run of a job now, enabled or not; prints the task's id as the last line"}
+	cmd := &cobra.Command{Use: "run-now NAME", Short: "Submit a run of a job now, enabled or not; prints the task's id (one line per item of a sharded job)"}
 	return j.subcommand(cmd, cobra.ExactArgs(1), func(ctx context.Context, c *task.Client, cmd *cobra.Command, args []string) error {
-		id, err := c.RunNow(ctx, args[0])
+		ids, err := c.RunNow(ctx, args[0])
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(cmd.OutOrStdout(), id)
+		for _, id := range ids {
+			fmt.Fprintln(cmd.OutOrStdout(), id)
+		}
 		return nil
 	})
 }

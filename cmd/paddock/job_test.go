@@ -73,6 +73,23 @@ func TestJobCLI(t *testing.T) {
 		t.Errorf("next %v", v.Next)
 	}
 
+	// A sharded job with a selector.
+	jobOK(t, addr, "create", "spread", "--schedule", "@every 1m", "--selector", "os=linux,zone=a", "--shards", "3",
+		"--shard-param", "eu", "--shard-param", "us", "--", "sync.sh")
+	sj := jobJSON(t, addr, "spread").Job
+	if sj.Shards != 3 || !slices.Equal(sj.ShardParams, []string{"eu", "us"}) ||
+		!maps.Equal(map[string]string(sj.Task.Selector), map[string]string{"os": "linux", "zone": "a"}) {
+		t.Errorf("sharded job as created: %+v", sj)
+	}
+	if code, _, errOut := jobRun(t, addr, "create", "bad", "--schedule", "@hourly", "--shards", "2",
+		"--shard-param", "a", "--shard-param", "b", "--shard-param", "c", "--", "x"); code != 2 || !strings.Contains(errOut, "shard_params") {
+		t.Errorf("three parameters for two shards: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := jobRun(t, addr, "create", "bad", "--selector", "os", "--", "x"); code != 2 || !strings.Contains(errOut, "--selector") {
+		t.Errorf("a bad selector: exit %d, %q", code, errOut)
+	}
+	jobOK(t, addr, "delete", "spread")
+
 	// A fire record, as the master writes it, shows in get and list.
 	conn := zkConn(t, addr)
 	fireAt := time.Date(2026, 3, 1, 1, 30, 0, 0, time.UTC)
