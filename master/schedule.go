@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"path"
@@ -109,6 +110,22 @@ func (l *leader) reloadJob(ctx context.Context, name string, fires bool) error {
 	def.Name = name
 	if j.invalid == nil {
 		j.invalid = def.Validate()
+	}
+	// With role ACLs a job is fired only if no one outside the platform's roles could
+	// have written it: the master submits its tasks under its own name, so a job left
+	// writable by all would let anyone run a command on the workers.
+	if p := l.s.Policy(); p != nil && j.invalid == nil {
+		acl, _, err := l.conn.GetACL(l.l.Job(name))
+		if errors.Is(err, zk.ErrNoNode) {
+			delete(l.jobs, name)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := p.CheckTrusted(acl); err != nil {
+			j.invalid = fmt.Errorf("job node not protected, not fired: %w", err)
+		}
 	}
 	j.job, j.sched, j.ctime = def.WithDefaults(), nil, time.UnixMilli(st.Ctime)
 	if j.invalid == nil && def.Schedule != "" {

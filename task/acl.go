@@ -50,7 +50,9 @@ func (l Layout) ACLRules() []coordinator.Rule {
 		// Jobs are the submitters' (and the console's); their fires and shard plans are the
 		// master's, and a submitter deleting a job deletes its fire records first.
 		{Pattern: l.Jobs(), Grants: g(coordinator.Grant{Role: s, Perms: crd}, coordinator.Grant{Role: m, Perms: cr}, coordinator.Grant{Role: w, Perms: r})},
-		{Pattern: l.join("jobs", "*"), Grants: g(coordinator.Grant{Role: s, Perms: crdw}, coordinator.Grant{Role: m, Perms: crd}, coordinator.Grant{Role: w, Perms: r})},
+		// The master's ADMIN lets it read a job's ACL unmasked, to check it before it fires
+		// the job (as a worker checks a task's).
+		{Pattern: l.join("jobs", "*"), Grants: g(coordinator.Grant{Role: s, Perms: crdw}, coordinator.Grant{Role: m, Perms: crd | zk.PermAdmin}, coordinator.Grant{Role: w, Perms: r})},
 		{Pattern: l.join("jobs", "*", "*"), Grants: g(coordinator.Grant{Role: s, Perms: r | zk.PermDelete}, coordinator.Grant{Role: m, Perms: crdw}, coordinator.Grant{Role: w, Perms: r})},
 		{Pattern: l.join("jobs", "*", "*", "*"), Grants: g(coordinator.Grant{Role: s, Perms: r}, coordinator.Grant{Role: m, Perms: rwd}, coordinator.Grant{Role: w, Perms: r})},
 	}

@@ -139,6 +139,7 @@ func upAttacks(t *testing.T, addr, dataDir string, up *testutil.Child) {
 	if err := admin.Conn().Delete(entry, -1); err != nil {
 		t.Errorf("admin (the superuser) delete of %s: %v", entry, err)
 	}
+	upJobAttacks(t, l, anon, worker, sub)
 	upDrain(t, up, l, console, worker, sub, admin, addr, dataDir)
 	// The credentials are the owner's only.
 	for _, role := range coordinator.KnownRoles {
@@ -265,4 +266,43 @@ func upDrain(t *testing.T, up *testutil.Child, l task.Layout, console, worker, s
 	}
 	testutil.Eventually(t, 20*time.Second, 20*time.Millisecond, func() bool { return state() == task.WorkerActive },
 		"%s never active again (is %q)", id, state())
+}
+
+// upJobAttacks: the master submits a job's runs under its own name, so only the roles
+// write jobs, and a job a submitter left writable by all is never fired — anyone could
+// have changed its command — while a protected one is.
+func upJobAttacks(t *testing.T, l task.Layout, anon *zk.Conn, worker, sub *coordinator.Session) {
+	t.Helper()
+	marker := filepath.Join(t.TempDir(), "ran")
+	evil, _ := json.Marshal(task.Job{Task: task.Spec{Command: "touch", Args: []string{marker}}, Schedule: "* * * * * *",
+		Enabled: true, EnabledSince: time.Now().UTC()})
+	for name, conn := range map[string]*zk.Conn{"unauthenticated": anon, "worker": worker.Conn()} {
+		if _, err := conn.Create(l.Job("evil"), evil, 0, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoAuth) {
+			t.Errorf("%s create of a job: %v, want %v", name, err, zk.ErrNoAuth)
+		}
+	}
+	if _, err := sub.Conn().Create(l.Job("open"), evil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	c := task.NewClient(sub, l)
+	ctx := context.Background()
+	if err := c.CreateJob(ctx, task.Job{Name: "guarded", Task: task.Spec{Command: "true"}, Schedule: "* * * * * *",
+		Concurrency: task.ConcurrencyAllow, Enabled: true}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 20*time.Second, 50*time.Millisecond, func() bool {
+		v, err := c.GetJob(ctx, "guarded")
+		return err == nil && len(v.Fires) >= 2
+	}, "the protected job fired")
+	if names, _, err := sub.Conn().Children(l.Fires("open")); err == nil && len(names) > 0 || err != nil && !errors.Is(err, zk.ErrNoNode) {
+		t.Errorf("a job open to all fired: %v, %v", names, err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("a job open to all ran")
+	}
+	for _, name := range []string{"open", "guarded"} {
+		if err := c.DeleteJob(ctx, name); err != nil {
+			t.Errorf("delete job %s: %v", name, err)
+		}
+	}
 }
