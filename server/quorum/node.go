@@ -474,7 +474,7 @@ func (n *Node) run() {
 		case <-n.stop:
 			return
 		}
-		if err := n.work(); err != nil {
+		if err := n.work(clock); err != nil {
 			if !errors.Is(err, ErrClosed) {
 				n.fail(err)
 			}
@@ -484,9 +484,19 @@ func (n *Node) run() {
 }
 
 // work steps everything the inbox holds, then handles Raft's Ready, until there is
-// neither.
-func (n *Node) work() error {
+// neither. A tick due meanwhile is taken between rounds: under a steady stream of
+// proposals or peers' messages the loop may not run dry for long, and a Raft that does
+// not tick sends no heartbeats, runs no election timer, and, cut off as a leader, never
+// steps down (CheckQuorum).
+func (n *Node) work(clock <-chan time.Time) error {
 	for {
+		select {
+		case <-clock:
+			n.rn.Tick()
+		case <-n.cfg.Ticks:
+			n.rn.Tick()
+		default:
+		}
 		items := n.in.take(n.spare)
 		work := 0
 		for i, it := range items {

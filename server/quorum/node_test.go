@@ -438,3 +438,55 @@ func TestDeadLeaderHastensElection(t *testing.T) {
 		t.Fatalf("no follower hastened its election in term %d after the leader's port closed", term)
 	}
 }
+
+// TestTicksUnderLoad: a leader whose Ready loop never runs dry — proposals from many
+// goroutines give it a Ready after every round — still ticks: cut off from the others,
+// it steps down (CheckQuorum) within a few election timeouts. The members tick on a
+// clock of their own here (a goroutine each), as they would on their ticker.
+func TestTicksUnderLoad(t *testing.T) {
+	c := newClusterWith(t, 3, 0, func(c *cluster) { c.net, c.ticks = NewInmem(), map[uint64]chan struct{}{} })
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer func() { close(stop); wg.Wait() }()
+	for _, ch := range c.ticks {
+		wg.Go(func() {
+			for {
+				select {
+				case ch <- struct{}{}:
+				case <-stop:
+					return
+				}
+				time.Sleep(testTick)
+			}
+		})
+	}
+	lead := c.leader(5 * time.Second)
+	n := c.members[lead].node
+	for range 64 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				n.Submit(context.Background(), n.NextSeq(), []byte("load"))
+			}
+		})
+	}
+	time.Sleep(20 * testTick)
+	for id := range c.members {
+		if id != lead {
+			c.net.Disconnect(lead, id)
+		}
+	}
+	cut := time.Now()
+	bound := 40 * 10 * testTick // forty election timeouts
+	for n.Status().Role == RoleLeader {
+		if time.Since(cut) > bound {
+			t.Fatalf("member %d, cut off under load, still leads after %v", lead, bound)
+		}
+		time.Sleep(testTick)
+	}
+	t.Logf("stepped down %v after it was cut off (election timeout %v)", time.Since(cut).Round(time.Millisecond), 10*testTick)
+}
