@@ -27,7 +27,7 @@ const defaultTaskPage = 50
 // functions.
 func addPages(set pageSet, names ...string) error {
 	funcs := template.FuncMap{"age": age, "lines": lines, "envLines": envLines,
-		"hasPrefix": strings.HasPrefix, "inZone": inZone, "policies": policies}
+		"hasPrefix": strings.HasPrefix, "inZone": inZone, "policies": policies, "dagHref": dagHref}
 	for _, name := range names {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
@@ -350,6 +350,7 @@ func (c *Console) servicePageRoutes(r *gin.RouterGroup, operator, admin gin.Hand
 	r.POST("/jobs/:name/disable", operator, c.jobEnableForm(false))
 	r.POST("/jobs/:name/run", operator, c.jobRunForm)
 	r.POST("/jobs/:name/delete", operator, c.jobDeleteForm)
+	r.GET("/dags/*dag", c.dagPage)
 	r.GET("/workers", c.workersPage)
 	r.POST("/workers/:id/drain", operator, c.drainForm(true))
 	r.POST("/workers/:id/undrain", operator, c.drainForm(false))
