@@ -177,6 +177,8 @@ func TestJobPages(t *testing.T) {
 		expect(t, op.form(p, url.Values{"confirm": {"nightly"}}), http.StatusForbidden, "operator posts "+p+" without CSRF")
 	}
 	expect(t, op.form("/jobs", url.Values{"name": {"nocsrf"}, "command": {"x"}}), http.StatusForbidden, "create without CSRF")
+	expect(t, viewer.form("/jobs", url.Values{csrfField: {viewer.csrf}, "name": {"byviewer"}, "command": {"x"}}),
+		http.StatusForbidden, "viewer creates")
 	if v, err := tc.GetJob(ctx, "nightly"); err != nil || !v.Job.Enabled {
 		t.Fatalf("nightly after refused posts: %+v, %v", v, err)
 	}

@@ -81,9 +81,17 @@ func TestJobPagesInBrowser(t *testing.T) {
 	c := task.NewClient(h.session, task.DefaultLayout)
 	ctx := context.Background()
 
-	h.fillJobForm(map[string]string{"name": "tick", "schedule": "@every 1s", "command": "echo", "args": "tick"}, false)
+	const secret = "tok-9f8e7d6c"
+	h.fillJobForm(map[string]string{"name": "tick", "schedule": "@every 1s", "command": "echo", "args": "tick",
+		"env": "API_TOKEN=" + secret}, false)
 	if got := h.text(jobTitle); got != "tick enabled" {
 		t.Errorf("job page title %q", got)
+	}
+	if found := h.pageHas(secret); len(found) > 0 {
+		t.Errorf("the job page shows the task's secret")
+	}
+	if got := h.text(`table.definition pre.data`); got != "tick" {
+		t.Errorf("args shown %q", got)
 	}
 	next := run[[]string](h, `Array.from(document.querySelectorAll('`+nextFires+`'), e => e.textContent)`)
 	if len(next) != task.JobViewNext {
@@ -121,6 +129,12 @@ func TestJobPagesInBrowser(t *testing.T) {
 	h.waitReload("the newest fire's task done", "/tasks/"+first[0], taskState, func() bool { return h.text(taskState) == "done" })
 	if got := h.text(`td.job`); !strings.HasPrefix(got, "tick (fired for ") {
 		t.Errorf("the fire's task page says job %q", got)
+	}
+	if found := h.pageHas(secret); len(found) > 0 {
+		t.Errorf("the fire's task page shows the task's secret")
+	}
+	if tk := h.waitTask(c, first[0], task.Done); tk.Spec.Env["API_TOKEN"] != secret {
+		t.Errorf("the fire's task ran without the secret typed into the form: %v", tk.Spec.Env)
 	}
 
 	// Disable it, then run it now.
@@ -239,4 +253,17 @@ func TestJobPagesInBrowser(t *testing.T) {
 		t.Errorf("report's parents shown as %q", got)
 	}
 	h.screenshot("6_dag")
+
+	// A viewer sees the jobs, without a button or a form but the logout.
+	h.login("viewer")
+	h.open("/jobs", `table.jobs`)
+	if r := row(h.rows(""), "tick"); len(r) != 7 {
+		t.Errorf("the viewer's row of tick: %q, want 7 cells and no buttons", r)
+	}
+	for _, p := range []string{"/jobs", "/jobs/split"} {
+		h.open(p, jobTitle)
+		if forms := run[[]string](h, `Array.from(document.querySelectorAll('main form'), f => f.getAttribute('action'))`); len(forms) > 0 {
+			t.Errorf("the viewer's %s has forms %q", p, forms)
+		}
+	}
 }
