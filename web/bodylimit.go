@@ -20,6 +20,13 @@ const (
 	// znodeBodyLimit bounds the znode writes (POST and PUT /api/v1/znode, the create
 	// and edit forms): ZooKeeper's 1 MiB of data, base64 or JSON-escaped.
 	znodeBodyLimit = 2 << 20
+	// jobFormBodyLimit bounds the job create form (POST /jobs): a job's fields, as much
+	// as the API takes of a job in JSON.
+	jobFormBodyLimit = 64 << 10
+	// jobActionBodyLimit bounds the job pages' button forms (POST /jobs/<job>/enable,
+	// /disable, /run and /delete): a CSRF token, where to go back to and the job's name
+	// typed to confirm a delete.
+	jobActionBodyLimit = 2 << 10
 	// defaultBodyLimit bounds every other request.
 	defaultBodyLimit = 64 << 10
 )
@@ -31,6 +38,14 @@ func bodyLimit(path string) int64 {
 		return loginBodyLimit
 	case "/api/v1/znode", "/znodes/create", "/znodes/edit":
 		return znodeBodyLimit
+	case "/jobs":
+		return jobFormBodyLimit
+	}
+	if rest, ok := strings.CutPrefix(path, "/jobs/"); ok {
+		switch _, action, _ := strings.Cut(rest, "/"); action {
+		case "enable", "disable", "run", "delete":
+			return jobActionBodyLimit
+		}
 	}
 	return defaultBodyLimit
 }

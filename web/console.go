@@ -63,7 +63,7 @@ func New(cfg Config, s *coordinator.Session, logger *slog.Logger) (*Console, err
 	users, _ := parseUsers(cfg.Users) // Validate checked them
 	pages, err := parsePages()
 	if err == nil {
-		err = addPages(pages, "tasks", "task", "workers", "replication", "logs", "sessions")
+		err = addPages(pages, "tasks", "task", "jobs", "job", "dag", "workers", "replication", "logs", "sessions")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("web: templates: %w", err)

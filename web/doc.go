@@ -16,7 +16,8 @@
 // draw on a per-user budget that browsers with the user's device cookie skip (429 with
 // Retry-After; limiter.go, docs/security.md). Logins live in memory: a restart logs
 // everyone out. Request bodies are capped before any handler reads them (413):
-// logins 4 KiB, znode writes 2 MiB, the rest 64 KiB (bodylimit.go). Without a session the API answers 401 JSON and pages redirect to /login (only
+// logins 4 KiB, znode writes 2 MiB, the job pages' buttons (enable, disable, run, delete)
+// 2 KiB, the rest 64 KiB (bodylimit.go). Without a session the API answers 401 JSON and pages redirect to /login (only
 // /login and /static/* are open).
 //
 // Roles. viewer reads; operator also changes znodes, submits, cancels and retries
@@ -140,9 +141,21 @@
 // DSN keeps the stored one, whose password the page never shows), /logs?offset= (sources with their
 // collector and lag, or their problem; collectors with their host, state, assignment,
 // status age and epoch and holding process; the rebalancer; add and remove forms for
-// sources, drain or undrain for live collectors, remove for dead ones). Their forms post to the pages' paths (/tasks,
-// /tasks/:id/cancel, /replication/:name/enable, /logs/sources, /logs/collectors/:id/drain, …; …/delete for
-// deletes), under the same roles, and redirect back with a flash or error message.
+// sources, drain or undrain for live collectors, remove for dead ones), /jobs (schedule and
+// zone, state, policies, next fire times, last fire and outcome, active runs; enable or
+// disable and run now on each row, and the create form: name, schedule, time zone, the
+// task's fields, shards, shard parameters one per line, misfire, concurrency, enabled),
+// /jobs/:name (the definition with the task masked, the next 5 fire times, the newest 20
+// fire records with their tasks and the tasks' states, a sharded job's placement from
+// /jobs/<job>/shards; enable or disable, run now, and delete with the name typed again as
+// confirm), /dags/<dag>?task=<id> (a DAG's tasks in columns by depth with their states and
+// parents, found by spec.dag reading task specs outward from task, SubmitDAG's tasks being
+// numbered consecutively, or without task back from the newest 2000; linked from a DAG
+// task's page). Their forms post to the pages' paths (/tasks,
+// /tasks/:id/cancel, /replication/:name/enable, /jobs, /jobs/:name/run, /logs/sources,
+// /logs/collectors/:id/drain, …; …/delete for deletes), under the same roles, and redirect
+// back with a flash or error message (a job's buttons on /jobs back to the list, with
+// from=list).
 //
 // Live updates (server-sent events fed by ZooKeeper watches; a viewer may listen):
 //

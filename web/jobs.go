@@ -204,6 +204,16 @@ func (c *Console) apiCreateJob(g *gin.Context) {
 	if !ok {
 		return
 	}
+	if err := c.doCreateJob(g, j); err != nil {
+		c.serviceError(g, "jobs", err)
+		return
+	}
+	c.answerJob(g, http.StatusCreated, j.Name)
+}
+
+// doCreateJob checks j and creates it, audited; bad input is a requestError naming the
+// field. The API and the create form go through it.
+func (c *Console) doCreateJob(g *gin.Context, j task.Job) error {
 	err := keepSecrets(&j.Task, nil)
 	if err == nil {
 		if verr := task.CheckJob(&j); verr != nil {
@@ -214,11 +224,10 @@ func (c *Console) apiCreateJob(g *gin.Context) {
 		err = c.taskClient().CreateJob(g.Request.Context(), j)
 	}
 	if err != nil {
-		c.serviceError(g, "jobs", err)
-		return
+		return err
 	}
 	c.audit(g, AuditRecord{Action: "job.create", Target: j.Name, Before: snapshotOf(nil, nil), After: c.jobSnapshot(j.Name)})
-	c.answerJob(g, http.StatusCreated, j.Name)
+	return nil
 }
 
 // apiUpdateJob replaces a job's definition with the body's, at the version given
@@ -277,23 +286,34 @@ func (c *Console) apiUpdateJob(g *gin.Context) {
 }
 
 func (c *Console) apiEnableJob(enabled bool) gin.HandlerFunc {
-	action := "job.disable"
-	if enabled {
-		action = "job.enable"
-	}
 	return func(g *gin.Context) {
 		name, ok := jobName(g)
 		if !ok {
 			return
 		}
-		before := c.jobSnapshot(name)
-		if err := c.taskClient().SetJobEnabled(g.Request.Context(), name, enabled); err != nil {
+		if err := c.doEnableJob(g, name, enabled); err != nil {
 			c.serviceError(g, name, err)
 			return
 		}
-		c.audit(g, AuditRecord{Action: action, Target: name, Before: before, After: c.jobSnapshot(name)})
 		g.JSON(http.StatusOK, gin.H{"name": name, "enabled": enabled})
 	}
+}
+
+// doEnableJob enables or disables job name, audited.
+func (c *Console) doEnableJob(g *gin.Context, name string, enabled bool) error {
+	if err := task.CheckJobName(name); err != nil {
+		return badRequest("%v", err)
+	}
+	action := "job.disable"
+	if enabled {
+		action = "job.enable"
+	}
+	before := c.jobSnapshot(name)
+	if err := c.taskClient().SetJobEnabled(g.Request.Context(), name, enabled); err != nil {
+		return err
+	}
+	c.audit(g, AuditRecord{Action: action, Target: name, Before: before, After: c.jobSnapshot(name)})
+	return nil
 }
 
 func (c *Console) apiRunJob(g *gin.Context) {
@@ -301,10 +321,24 @@ func (c *Console) apiRunJob(g *gin.Context) {
 	if !ok {
 		return
 	}
-	ids, err := c.taskClient().RunNow(g.Request.Context(), name)
+	ids, err := c.doRunJob(g, name)
 	if err != nil {
 		c.serviceError(g, name, err)
 		return
+	}
+	// id is the first (the only one, unless the job is sharded: ids has one per item).
+	g.JSON(http.StatusCreated, gin.H{"id": ids[0], "ids": ids, "job": name})
+}
+
+// doRunJob submits a run of job name now, audited, and returns its tasks' ids (one per
+// item of a sharded job).
+func (c *Console) doRunJob(g *gin.Context, name string) ([]string, error) {
+	if err := task.CheckJobName(name); err != nil {
+		return nil, badRequest("%v", err)
+	}
+	ids, err := c.taskClient().RunNow(g.Request.Context(), name)
+	if err != nil {
+		return nil, err
 	}
 	after := snapshotOf(nil, nil)
 	if t, err := c.taskClient().Get(g.Request.Context(), ids[0]); err == nil {
@@ -312,8 +346,7 @@ func (c *Console) apiRunJob(g *gin.Context) {
 	}
 	c.audit(g, AuditRecord{Action: "job.run", Target: name, Note: "tasks " + strings.Join(ids, ", "),
 		Before: snapshotOf(nil, nil), After: after})
-	// id is the first (the only one, unless the job is sharded: ids has one per item).
-	g.JSON(http.StatusCreated, gin.H{"id": ids[0], "ids": ids, "job": name})
+	return ids, nil
 }
 
 func (c *Console) apiDeleteJob(g *gin.Context) {
@@ -321,11 +354,22 @@ func (c *Console) apiDeleteJob(g *gin.Context) {
 	if !ok {
 		return
 	}
-	before := c.jobSnapshot(name)
-	if err := c.taskClient().DeleteJob(g.Request.Context(), name); err != nil {
+	if err := c.doDeleteJob(g, name); err != nil {
 		c.serviceError(g, name, err)
 		return
 	}
-	c.audit(g, AuditRecord{Action: "job.delete", Target: name, Before: before, After: snapshotOf(nil, nil)})
 	g.JSON(http.StatusOK, gin.H{"name": name, "deleted": true})
+}
+
+// doDeleteJob deletes job name with its fire records, audited.
+func (c *Console) doDeleteJob(g *gin.Context, name string) error {
+	if err := task.CheckJobName(name); err != nil {
+		return badRequest("%v", err)
+	}
+	before := c.jobSnapshot(name)
+	if err := c.taskClient().DeleteJob(g.Request.Context(), name); err != nil {
+		return err
+	}
+	c.audit(g, AuditRecord{Action: "job.delete", Target: name, Before: before, After: snapshotOf(nil, nil)})
+	return nil
 }

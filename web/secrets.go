@@ -293,7 +293,8 @@ func maskTask(t *task.Task) *task.Task {
 
 // maskSpec masks the secrets of a task spec in place, with new maps and slices (the
 // old ones are not changed): env values under secret-looking names, and arguments
-// holding a DSN, a password= parameter, or following a --password-like flag.
+// holding a DSN, a password= parameter, or following a --password-like flag; and a
+// shard item's parameter, as a value of its own.
 func maskSpec(s *task.Spec) {
 	if len(s.Env) > 0 {
 		env := make(map[string]string, len(s.Env))
@@ -307,6 +308,11 @@ func maskSpec(s *task.Spec) {
 		args[i] = maskValue(argKey(s.Args, i), a)
 	}
 	s.Args = args
+	if s.Shard != nil { // a shard parameter may be a DSN
+		sh := *s.Shard
+		sh.Param = maskValue("", sh.Param)
+		s.Shard = &sh
+	}
 }
 
 // argKey is the key of argument i: the flag before it, if that is a flag without a

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/paddock/paddock/task"
 )
 
 func TestMaskSecrets(t *testing.T) {
@@ -77,5 +79,19 @@ func TestLogName(t *testing.T) {
 	}
 	if got := logName("ad\nmin\x1b[31m\u202e"); got != `ad\nmin\x1b[31m\u202e` {
 		t.Errorf("logName(control characters) = %q", got)
+	}
+}
+
+// TestMaskSpecShardParam: a shard item's parameter is masked as a value of its own, in
+// a copy: the spec masked does not change the caller's shard.
+func TestMaskSpecShardParam(t *testing.T) {
+	orig := &task.Shard{Item: 1, Total: 2, Param: "app:pw-9@tcp(db:3306)/orders"}
+	s := task.Spec{Command: "x", Shard: orig}
+	maskSpec(&s)
+	if s.Shard.Param != "app:****@tcp(db:3306)/orders" || s.Shard.Item != 1 || s.Shard.Total != 2 {
+		t.Errorf("masked shard %+v", *s.Shard)
+	}
+	if orig.Param != "app:pw-9@tcp(db:3306)/orders" {
+		t.Errorf("the caller's shard was changed: %+v", *orig)
 	}
 }

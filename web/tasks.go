@@ -27,7 +27,7 @@ const defaultTaskPage = 50
 // functions.
 func addPages(set pageSet, names ...string) error {
 	funcs := template.FuncMap{"age": age, "lines": lines, "envLines": envLines,
-		"hasPrefix": strings.HasPrefix}
+		"hasPrefix": strings.HasPrefix, "inZone": inZone, "policies": policies, "dagHref": dagHref}
 	for _, name := range names {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
@@ -343,6 +343,14 @@ func (c *Console) servicePageRoutes(r *gin.RouterGroup, operator, admin gin.Hand
 	r.POST("/tasks", operator, c.submitForm)
 	r.POST("/tasks/:id/cancel", operator, c.cancelForm)
 	r.POST("/tasks/:id/retry", operator, c.retryForm)
+	r.GET("/jobs", c.jobsPage)
+	r.GET("/jobs/:name", c.jobPage)
+	r.POST("/jobs", operator, c.jobCreateForm)
+	r.POST("/jobs/:name/enable", operator, c.jobEnableForm(true))
+	r.POST("/jobs/:name/disable", operator, c.jobEnableForm(false))
+	r.POST("/jobs/:name/run", operator, c.jobRunForm)
+	r.POST("/jobs/:name/delete", operator, c.jobDeleteForm)
+	r.GET("/dags/*dag", c.dagPage)
 	r.GET("/workers", c.workersPage)
 	r.POST("/workers/:id/drain", operator, c.drainForm(true))
 	r.POST("/workers/:id/undrain", operator, c.drainForm(false))
