@@ -381,10 +381,10 @@ func (l *leader) noteFireTasks(ctx context.Context, j *jobState, fire string, re
 	for _, r := range created {
 		ids = append(ids, path.Base(r.String))
 	}
-	if j.job.Shards == 0 {
+	if len(ids) == 1 {
 		rec.Task = ids[0]
 	} else {
-		rec.Tasks = ids
+		rec.Tasks = ids // a sharded job's items, or a DAG job's tasks
 	}
 	data, _ := json.Marshal(rec)
 	if err := l.multi(&zk.SetDataRequest{Path: l.l.Fire(j.name, fire), Data: data, Version: -1}); err != nil &&

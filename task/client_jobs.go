@@ -73,15 +73,23 @@ func CheckJob(j *Job) error {
 	if err := j.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	perRun := func(field string, set bool) {
-		if set {
-			errs = append(errs, fmt.Errorf("job: task: %s: set for each run of the job: leave it out", field))
+	check := func(where string, t *Spec) {
+		perRun := func(field string, set bool) {
+			if set {
+				errs = append(errs, fmt.Errorf("job: %s: %s: set for each run of the job: leave it out", where, field))
+			}
 		}
+		perRun("submitted", !t.Submitted.IsZero())
+		perRun("token", t.Token != "")
+		perRun("job", t.Job != "")
+		perRun("scheduled", !t.Scheduled.IsZero())
+		perRun("shard", t.Shard != nil)
+		perRun("dag", t.DAG != "" || t.Name != "" || len(t.After) > 0)
 	}
-	perRun("submitted", !j.Task.Submitted.IsZero())
-	perRun("token", j.Task.Token != "")
-	perRun("job", j.Task.Job != "")
-	perRun("scheduled", !j.Task.Scheduled.IsZero())
+	check("task", &j.Task)
+	for i := range j.DAG {
+		check("dag "+j.DAG[i].Name, &j.DAG[i].Spec)
+	}
 	return errors.Join(errs...)
 }
 

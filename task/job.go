@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -57,6 +58,10 @@ type Job struct {
 	// PADDOCK_SHARD_TOTAL and PADDOCK_SHARD_PARAM. 0: not sharded.
 	Shards      int      `json:"shards,omitempty"`
 	ShardParams []string `json:"shard_params,omitempty"`
+	// DAG, in place of Task, makes each run a DAG of tasks (DAGNode, as
+	// Client.SubmitDAG takes): its tasks are submitted together, each waits for those it
+	// names, and a failure fails or skips those after it (docs/tasks.md "DAGs").
+	DAG []DAGNode `json:"dag,omitempty"`
 	// Created and Updated are when a client wrote the job.
 	Created time.Time `json:"created,omitzero"`
 	Updated time.Time `json:"updated,omitzero"`
@@ -185,9 +190,24 @@ func (j *Job) Validate() error {
 	if j.History < 0 || j.History > MaxHistory {
 		bad("history", "%d: want 0 (the default, %d) to %d", j.History, DefaultHistory, MaxHistory)
 	}
-	t := j.Task
-	if err := t.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("job: task: %w", err))
+	if len(j.DAG) > 0 {
+		// A run of the job is a DAG: its tasks, not Task.
+		if !reflect.ValueOf(j.Task).IsZero() {
+			bad("task", "give a task or a dag, not both")
+		}
+		if j.Shards > 0 {
+			bad("shards", "a DAG job cannot be sharded")
+		}
+		if len(j.DAG) > MaxDAGSize-2 {
+			bad("dag", "%d tasks: at most %d in a job's run", len(j.DAG), MaxDAGSize-2)
+		} else if _, err := CheckDAG(j.DAG); err != nil {
+			errs = append(errs, fmt.Errorf("job: %w", err))
+		}
+	} else {
+		t := j.Task
+		if err := t.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("job: task: %w", err))
+		}
 	}
 	if len(errs) == 0 {
 		if b, _ := json.Marshal(j); len(b) > MaxSpecSize {
@@ -212,8 +232,8 @@ type Fire struct {
 	// from First to Scheduled, all skipped as misfires (MaxBacklog).
 	Covers int       `json:"covers,omitempty"`
 	First  time.Time `json:"first,omitzero"`
-	// Task is the task started for it (once started); Tasks, a sharded job's, one per
-	// item.
+	// Task is the task started for it (once started); Tasks, when a run is several, a
+	// sharded job's items or a DAG job's tasks.
 	Task  string   `json:"task,omitempty"`
 	Tasks []string `json:"tasks,omitempty"`
 	Epoch int32    `json:"epoch"`
@@ -260,6 +280,9 @@ func (j *Job) ShardItems() []string {
 // now with a token derived from token. scheduled is the fire's time (zero for a
 // run-now).
 func (j *Job) Runs(scheduled, now time.Time, token string) []Spec {
+	if len(j.DAG) > 0 {
+		return j.dagRuns(scheduled, now, token)
+	}
 	spec := j.Task
 	spec.Submitted, spec.Job, spec.Token = now.UTC(), j.Name, token
 	if !scheduled.IsZero() {
@@ -284,6 +307,27 @@ func (j *Job) Runs(scheduled, now time.Time, token string) []Spec {
 		item.Env["PADDOCK_SHARD_PARAM"] = item.Shard.Param
 		item.Token = fmt.Sprintf("%s/%d", token, i)
 		out[i] = item
+	}
+	return out
+}
+
+// dagRuns are the specs of a run of a DAG job, in an order where each comes after those
+// it waits for; the run's token is its DAG id.
+func (j *Job) dagRuns(scheduled, now time.Time, token string) []Spec {
+	order, err := CheckDAG(j.DAG)
+	if err != nil {
+		return nil // Validate refuses such a job
+	}
+	out := make([]Spec, 0, len(order))
+	for _, i := range order {
+		n := j.DAG[i]
+		spec := n.Spec
+		spec.Submitted, spec.Job, spec.Token = now.UTC(), j.Name, token+"/"+n.Name
+		if !scheduled.IsZero() {
+			spec.Scheduled = scheduled.UTC()
+		}
+		spec.DAG, spec.Name, spec.After, spec.OnParentFailure = token, n.Name, n.After, n.OnParentFailure
+		out = append(out, spec)
 	}
 	return out
 }

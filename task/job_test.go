@@ -244,3 +244,33 @@ func TestJobRuns(t *testing.T) {
 		t.Fatalf("a plain job's run-now: %+v", one)
 	}
 }
+
+// A DAG job's run is its DAG's tasks, parents first, sharing the run's token as their
+// DAG id; a job with both a task and a DAG, or a sharded DAG, or a cyclic one, is refused.
+func TestJobDAGRuns(t *testing.T) {
+	j := Job{Name: "etl", DAG: []DAGNode{node("load", "transform"), node("extract"), node("transform", "extract")}}
+	if err := j.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	runs := j.Runs(t0, t0, "etl/fire-x")
+	if len(runs) != 3 || runs[0].Name != "extract" || runs[1].Name != "transform" || runs[2].Name != "load" {
+		t.Fatalf("runs %+v", runs)
+	}
+	for _, r := range runs {
+		if r.DAG != "etl/fire-x" || r.Job != "etl" || !r.Scheduled.Equal(t0) || r.Token != "etl/fire-x/"+r.Name || r.Validate() != nil {
+			t.Fatalf("run %+v: %v", r, r.Validate())
+		}
+	}
+	for _, bad := range []struct {
+		j    Job
+		want string
+	}{
+		{Job{Name: "b", Task: Spec{Command: "x"}, DAG: []DAGNode{node("a")}}, "a task or a dag"},
+		{Job{Name: "b", Shards: 2, DAG: []DAGNode{node("a")}}, "cannot be sharded"},
+		{Job{Name: "b", DAG: []DAGNode{node("a", "b"), node("b", "a")}}, "a cycle"},
+	} {
+		if err := bad.j.Validate(); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%+v: %v, want %q", bad.j, err, bad.want)
+		}
+	}
+}

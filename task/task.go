@@ -141,8 +141,8 @@ func (s *Spec) Validate() error {
 		bad("priority", "%d: want -%d to %d", s.Priority, MaxPriority, MaxPriority)
 	}
 	if s.DAG != "" || s.Name != "" || len(s.After) > 0 {
-		if s.DAG == "" || strings.ContainsRune(s.DAG, 0) || len(s.DAG) > 128 {
-			bad("dag", "%q: a task with a name or parents belongs to a DAG: want its id, 1 to 128 bytes", s.DAG)
+		if s.DAG == "" || strings.ContainsRune(s.DAG, 0) || len(s.DAG) > 256 {
+			bad("dag", "%q: a task with a name or parents belongs to a DAG: want its id, 1 to 256 bytes", s.DAG)
 		}
 		if err := CheckJobName(s.Name); err != nil {
 			bad("name", "%s", strings.TrimPrefix(err.Error(), "job "))

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddock/paddock/internal/testutil"
 	"github.com/paddock/paddock/task"
 )
 
@@ -82,6 +83,54 @@ func TestDAGWithAFailure(t *testing.T) {
 		for _, p := range nd.After {
 			if started := tk.Status.Started; !started.IsZero() && started.Before(finished[p]) {
 				t.Errorf("%s started at %v, before %s ended at %v", nd.Name, started, p, finished[p])
+			}
+		}
+	}
+}
+
+// TestDAGJob: a job whose run is a DAG fires it whole — its tasks share the fire's DAG
+// id and run in order — and a run-now submits another such run.
+func TestDAGJob(t *testing.T) {
+	c := newCluster(t)
+	c.startMaster("m1")
+	c.startWorker("w1", 4)
+	ok := c.runOnce("")
+	job := task.Job{Name: "etl", Schedule: "*/2 * * * * *", Concurrency: task.ConcurrencySkip, Enabled: true,
+		DAG: []task.DAGNode{{Name: "load", Spec: ok, After: []string{"transform"}}, {Name: "extract", Spec: ok},
+			{Name: "transform", Spec: ok, After: []string{"extract"}}}}
+	ctx := context.Background()
+	if err := c.client.CreateJob(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	var fired task.Fire
+	testutil.Eventually(t, 20*time.Second, 50*time.Millisecond, func() bool {
+		for _, f := range c.jobFires(job.Name) {
+			if f.Outcome == task.FireStarted && len(f.Tasks) == 3 {
+				fired = f
+				return true
+			}
+		}
+		return false
+	}, "a fire of the DAG job")
+	ids, err := c.client.RunNow(ctx, job.Name)
+	if err != nil || len(ids) != 3 {
+		t.Fatalf("run-now: %v, %v", ids, err)
+	}
+	for _, run := range [][]string{fired.Tasks, ids} {
+		ended := c.waitAll(run, 30*time.Second)
+		byName := map[string]*task.Task{}
+		dag := ""
+		for _, tk := range ended {
+			if tk.State != task.Done || tk.Spec.Job != job.Name || (dag != "" && tk.Spec.DAG != dag) {
+				t.Fatalf("%s: %s, job %q, dag %q (others %q)", tk.ID, tk.State, tk.Spec.Job, tk.Spec.DAG, dag)
+			}
+			dag = tk.Spec.DAG
+			byName[tk.Spec.Name] = tk
+		}
+		for _, edge := range [][2]string{{"extract", "transform"}, {"transform", "load"}} {
+			parent, child := byName[edge[0]], byName[edge[1]]
+			if parent == nil || child == nil || child.Status.Started.Before(parent.Status.Finished) {
+				t.Fatalf("%s should start after %s ended: %+v, %+v", edge[1], edge[0], child, parent)
 			}
 		}
 	}
