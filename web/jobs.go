@@ -21,12 +21,44 @@ import (
 // job holds its task's secrets masked (maskSpec); an update that carries them masked,
 // as it read them, keeps the stored ones (keepSecrets).
 
-// maskJobView masks the secrets of v's task in place.
+// maskJobView masks the secrets of v's task, or its DAG's tasks, in place.
 func maskJobView(v *task.JobView) *task.JobView {
 	if v != nil {
-		maskSpec(&v.Job.Task)
+		maskJob(&v.Job)
 	}
 	return v
+}
+
+// maskJob masks the secrets of j's task and of each task of its DAG, in place (the DAG
+// is copied: j may share it).
+func maskJob(j *task.Job) {
+	maskSpec(&j.Task)
+	if len(j.DAG) > 0 {
+		j.DAG = slices.Clone(j.DAG)
+		for i := range j.DAG {
+			maskSpec(&j.DAG[i].Spec)
+		}
+	}
+}
+
+// keepJobSecrets is keepSecrets for a job's task and each task of its DAG, matched by
+// name to old's (nil for a new job).
+func keepJobSecrets(j *task.Job, old *task.Job) error {
+	var oldTask *task.Spec
+	oldDAG := map[string]*task.Spec{}
+	if old != nil {
+		oldTask = &old.Task
+		for i := range old.DAG {
+			oldDAG[old.DAG[i].Name] = &old.DAG[i].Spec
+		}
+	}
+	errs := []error{keepSecrets(&j.Task, oldTask)}
+	for i := range j.DAG {
+		if err := keepSecrets(&j.DAG[i].Spec, oldDAG[j.DAG[i].Name]); err != nil {
+			errs = append(errs, fmt.Errorf("dag %s: %w", j.DAG[i].Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // jobSnapshot is the audit snapshot of a job: its definition, its task masked.
@@ -39,7 +71,7 @@ func (c *Console) jobSnapshot(name string) *Snapshot {
 	if err := json.Unmarshal(data, &j); err != nil {
 		return snapshotOf(data, st) // masked as text
 	}
-	maskSpec(&j.Task)
+	maskJob(&j)
 	b, _ := json.Marshal(j)
 	return snapshotOf(b, st)
 }
@@ -214,7 +246,7 @@ func (c *Console) apiCreateJob(g *gin.Context) {
 // doCreateJob checks j and creates it, audited; bad input is a requestError naming the
 // field. The API and the create form go through it.
 func (c *Console) doCreateJob(g *gin.Context, j task.Job) error {
-	err := keepSecrets(&j.Task, nil)
+	err := keepJobSecrets(&j, nil)
 	if err == nil {
 		if verr := task.CheckJob(&j); verr != nil {
 			err = badRequest("%v", verr)
@@ -265,7 +297,7 @@ func (c *Console) apiUpdateJob(g *gin.Context) {
 		if version < 0 {
 			version = old.Version // the secrets kept are that version's
 		}
-		err = keepSecrets(&j.Task, &old.Job.Task)
+		err = keepJobSecrets(&j, &old.Job)
 	}
 	if err == nil {
 		if verr := task.CheckJob(&j); verr != nil {

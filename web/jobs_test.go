@@ -287,3 +287,42 @@ func TestJobSecretsMasked(t *testing.T) {
 		t.Errorf("the audit log lacks the job's changes")
 	}
 }
+
+// TestDAGJobSecretsMasked: a DAG job's tasks are masked as a job's task is — in the API,
+// on the job page and in the audit log — and a definition sent back masked keeps them.
+func TestDAGJobSecretsMasked(t *testing.T) {
+	f := startConsole(t)
+	ctx := testCtx(t)
+	op, viewer := f.login(t, "olga"), f.login(t, "vic")
+	b := jobBody("etl")
+	delete(b, "task")
+	b["dag"] = []map[string]any{
+		{"name": "extract", "spec": map[string]any{"command": "dump", "env": map[string]string{"DB_PASSWORD": "S3cretSrcPw"}}},
+		{"name": "load", "spec": map[string]any{"command": "load"}, "after": []string{"extract"}},
+	}
+	r := op.do("POST", "/api/v1/jobs", b)
+	expect(t, r, http.StatusCreated, "create a DAG job")
+	for _, p := range []string{"/api/v1/jobs", "/api/v1/jobs/etl", "/jobs/etl"} {
+		r := viewer.do("GET", p, nil)
+		expect(t, r, http.StatusOK, p)
+		noSecret(t, p, r.body)
+	}
+	if page := viewer.do("GET", "/jobs/etl", nil).body; !strings.Contains(page, "a DAG of 2 tasks") || !strings.Contains(page, "<code>extract</code>") {
+		t.Errorf("the job page does not show the DAG:\n%s", page)
+	}
+	got := decodeView(t, viewer.do("GET", "/api/v1/jobs/etl", nil))
+	if got.Job.DAG[0].Spec.Env["DB_PASSWORD"] != secretMask {
+		t.Fatalf("DAG task env as shown: %+v", got.Job.DAG[0].Spec.Env)
+	}
+	got.Job.Schedule = "@daily"
+	expect(t, op.do("PUT", "/api/v1/jobs/etl", got.Job), http.StatusOK, "update with the masked secrets")
+	stored, err := task.NewClient(f.session, task.DefaultLayout).GetJob(ctx, "etl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Job.Schedule != "@daily" || stored.Job.DAG[0].Spec.Env["DB_PASSWORD"] != "S3cretSrcPw" {
+		t.Fatalf("stored after the update: %+v", stored.Job)
+	}
+	_, body := auditRecords(t, viewer)
+	noSecret(t, "the audit log", body)
+}
