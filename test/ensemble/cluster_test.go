@@ -274,6 +274,26 @@ func (c *cluster) modes() []string {
 	return out
 }
 
+// diagnose describes each member for a failure: its srvr answer's mode and zxid (the
+// zxid's high half is the Raft term it last applied in) and the end of its log.
+func (c *cluster) diagnose() string {
+	var b strings.Builder
+	for _, m := range c.members {
+		out, err := testutil.FourLetterWord(m.addr(), "srvr", time.Second)
+		fmt.Fprintf(&b, "--- %s: srvr %v", m, err)
+		for line := range strings.SplitSeq(out, "\n") {
+			if strings.HasPrefix(line, "Mode:") || strings.HasPrefix(line, "Zxid:") {
+				b.WriteString("; " + line)
+			}
+		}
+		b.WriteString("\n")
+		if m.child != nil {
+			b.WriteString(m.child.LogTail(25) + "\n")
+		}
+	}
+	return b.String()
+}
+
 // leaderAmong returns the index of the only member among idx that says it leads, or
 // -1 if none or several do (a leader cut off from the others goes on saying so until
 // CheckQuorum makes it step down).

@@ -193,7 +193,7 @@ func nemesis(c *cluster, rng *rand.Rand, until time.Time) ([]string, error) {
 				step = fmt.Sprintf("every link delayed %v for %v", d, faultHold)
 			}
 			if err == nil && !testutil.WaitFor(recoverBound, 20*time.Millisecond, c.allServing) {
-				err = fmt.Errorf("not every member serves %v after the fault; modes %v", recoverBound, c.modes())
+				err = fmt.Errorf("not every member serves %v after the fault; modes %v\n%s", recoverBound, c.modes(), c.diagnose())
 			}
 			if err != nil {
 				return steps, fmt.Errorf("cycle %d, %s: %w", cycle, step, err)
