@@ -111,27 +111,14 @@ func (c *Client) Submit(ctx context.Context, spec Spec) (string, error) {
 // findSubmitted looks for the task of a token among those numbered from on, after a
 // create whose outcome is unknown; "" if there is none.
 func (c *Client) findSubmitted(ctx context.Context, from int64, token string) (string, error) {
-	conn := c.s.Conn()
-	var ids []string
-	if err := c.retry(ctx, func() (err error) { ids, _, err = conn.Children(c.l.Tasks()); return err }); err != nil {
+	ids, err := c.idsByToken(ctx, map[string]int{token: 0}, from)
+	if err != nil {
 		return "", fmt.Errorf("submit: %w", err)
 	}
-	for _, id := range ids {
-		if seqOf(id) < from {
-			continue
-		}
-		var spec Spec
-		if err := c.readJSON(ctx, c.l.Task(id), &spec); err != nil {
-			if errors.Is(err, zk.ErrNoNode) {
-				continue
-			}
-			return "", fmt.Errorf("submit: %w", err)
-		}
-		if spec.Token == token {
-			return id, nil
-		}
+	if ids == nil {
+		return "", nil
 	}
-	return "", nil
+	return ids[0], nil
 }
 
 func newToken() string {
