@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/google/btree"
+
 	"github.com/paddock/paddock/server/wire"
 )
 
@@ -119,5 +121,80 @@ func BenchmarkSnapshotLoad(b *testing.B) {
 		if _, err := l.Tree(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkMemoryBreakdown splits the live heap of a tree of 1M znodes of 100 bytes
+// (the benchmark's /bench/d<i/1000>/n<i> layout) into its parts, per znode: the Node
+// struct, its data, its path's bytes (the struct and the index share one string), and
+// the ordered index (the B-tree's nodes: an entry of a path and a pointer per znode).
+// Each part is the heap it adds alone, the slices that hold the parts while they are
+// measured left out; other is what the whole tree adds beyond them. docs/performance.md,
+// "Memory", has the figures.
+func BenchmarkMemoryBreakdown(b *testing.B) {
+	const n = 1_000_000
+	heap := func() int64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc)
+	}
+	per := func(bytes int64) float64 { return float64(bytes) / n }
+	for i := 0; i < b.N; i++ {
+		paths := make([]string, n)
+		for j := range paths {
+			paths[j] = fmt.Sprintf("/bench/d%d/n%d", j/1000, j)
+		}
+		base := heap()
+		t := New()
+		t.Create("/bench", nil, wire.OpenACLUnsafe, 0, 1, 1)
+		for j, p := range paths {
+			if j%1000 == 0 {
+				t.Create(fmt.Sprintf("/bench/d%d", j/1000), nil, wire.OpenACLUnsafe, 0, int64(j+2), 1)
+			}
+			t.Create(string([]byte(p)), make([]byte, 100), wire.OpenACLUnsafe, 0, int64(j+2), 1)
+		}
+		total := heap() - base
+		runtime.KeepAlive(t)
+		t = nil
+
+		nodes := make([]*Node, n)
+		datas := make([][]byte, n)
+		own := make([]string, n)
+		base = heap()
+		for j := range nodes {
+			nodes[j] = &Node{}
+		}
+		structs := heap() - base
+		runtime.KeepAlive(nodes)
+		base = heap()
+		for j := range datas {
+			datas[j] = make([]byte, 100)
+		}
+		data := heap() - base
+		runtime.KeepAlive(datas)
+		base = heap()
+		for j := range own {
+			own[j] = string([]byte(paths[j])) // a copy of its own, as a decoded request's
+		}
+		pathBytes := heap() - base
+		runtime.KeepAlive(own)
+		base = heap()
+		index := btree.NewG(btreeDegree, entryLess)
+		for j, p := range own {
+			index.ReplaceOrInsert(entry{path: p, node: nodes[j]})
+		}
+		indexBytes := heap() - base
+		runtime.KeepAlive(index)
+		runtime.KeepAlive(nodes)
+		runtime.KeepAlive(datas)
+		runtime.KeepAlive(own)
+		runtime.KeepAlive(paths)
+		b.ReportMetric(per(structs), "struct-B/node")
+		b.ReportMetric(per(data), "data-B/node")
+		b.ReportMetric(per(pathBytes), "path-B/node")
+		b.ReportMetric(per(indexBytes), "index-B/node")
+		b.ReportMetric(per(total-structs-data-pathBytes-indexBytes), "other-B/node")
+		b.ReportMetric(per(total), "B/node")
 	}
 }
