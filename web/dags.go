@@ -54,8 +54,8 @@ type dagPageView struct {
 
 func (c *Console) dagPage(g *gin.Context) {
 	dag := strings.TrimPrefix(g.Param("dag"), "/")
-	if dag == "" || len(dag) > 128 || strings.ContainsRune(dag, 0) {
-		c.deny(g, http.StatusBadRequest, fmt.Sprintf("DAG id %q: want the id of a DAG, 1 to 128 bytes (a DAG task's spec.dag)", dag))
+	if dag == "" || len(dag) > 256 || strings.ContainsRune(dag, 0) {
+		c.deny(g, http.StatusBadRequest, fmt.Sprintf("DAG id %q: want the id of a DAG, 1 to 256 bytes (a DAG task's spec.dag)", dag))
 		return
 	}
 	near := g.Query("task")
