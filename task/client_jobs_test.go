@@ -668,3 +668,45 @@ func TestJobsUnderRoleACLs(t *testing.T) {
 		t.Error("the job is still there")
 	}
 }
+
+// TestDAGTaskSaysWhatItWaitsFor: a pending DAG task's waiting names the tasks it waits
+// for that have not ended done, with where they stand; once they are done it no longer
+// does.
+func TestDAGTaskSaysWhatItWaitsFor(t *testing.T) {
+	jc := newJobCluster(t)
+	ctx := jobCtx(t)
+	// Another task first, so that the DAG's block starts after a task of no DAG.
+	plain, err := jc.c.Submit(ctx, Spec{Command: "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := jc.c.SubmitDAG(ctx, []DAGNode{node("a"), node("b"), node("c", "a", "b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := jc.c.Get(ctx, ids["c"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"waits for", "a (" + ids["a"] + ", not ended)", "b (" + ids["b"] + ", not ended)"} {
+		if !strings.Contains(got.Waiting, want) {
+			t.Errorf("c waiting %q, want it to say %q", got.Waiting, want)
+		}
+	}
+	done, _ := json.Marshal(Status{State: Done, Finished: time.Now()})
+	failed, _ := json.Marshal(Status{State: Failed, Finished: time.Now()})
+	conn := jc.s.Conn()
+	if _, err := conn.Create(jc.l.Status(ids["a"]), done, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Create(jc.l.Status(ids["b"]), failed, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = jc.c.Get(ctx, ids["c"])
+	if strings.Contains(got.Waiting, "a (") || !strings.Contains(got.Waiting, "b ("+ids["b"]+", failed)") {
+		t.Errorf("c waiting %q once a is done and b failed", got.Waiting)
+	}
+	if p, _ := jc.c.Get(ctx, plain); p.State != Pending || strings.Contains(p.Waiting, "waits for") {
+		t.Errorf("a pending task of no DAG: %s, waiting %q", p.State, p.Waiting)
+	}
+}

@@ -27,6 +27,9 @@ type workerSnapshot struct {
 // waiting returns why pending task t waits; "" if the workers cannot be read.
 func (ws *workerSnapshot) waiting(ctx context.Context, c *Client, t *Task) string {
 	var why []string
+	if r := c.parentsWait(ctx, t); r != "" {
+		why = append(why, r)
+	}
 	if r := retryWait(t, time.Now()); r != "" {
 		why = append(why, r)
 	}
@@ -125,4 +128,44 @@ func listWorkers(workers []WorkerView, what func(WorkerView) string) string {
 		out = append(out, w.ID+" "+what(w))
 	}
 	return strings.Join(out, "; ")
+}
+
+// parentsWait says which of the tasks a DAG task waits for (Spec.After) have not ended
+// done, with where they stand; "" when none is left, or they cannot be found. A DAG's
+// tasks are created in one multi, parents first, so they are the task's neighbours
+// below it in sequence (SubmitDAG, Job.Runs): they are read back from it, at most
+// MaxDAGSize of them.
+func (c *Client) parentsWait(ctx context.Context, t *Task) string {
+	if len(t.Spec.After) == 0 {
+		return ""
+	}
+	want := make(map[string]bool, len(t.Spec.After))
+	for _, name := range t.Spec.After {
+		want[name] = true
+	}
+	var left []string
+	seq := seqOf(t.ID)
+	for k := int64(1); k < MaxDAGSize && seq-k >= 0 && len(want) > 0; k++ {
+		id := fmt.Sprintf("%s%010d", taskPrefix, seq-k)
+		var spec Spec
+		if err := c.readJSON(ctx, c.l.Task(id), &spec); err != nil || spec.DAG != t.Spec.DAG {
+			break // the DAG's block ends here
+		}
+		if !want[spec.Name] {
+			continue
+		}
+		delete(want, spec.Name)
+		var st Status
+		state := "not ended"
+		if err := c.readJSON(ctx, c.l.Status(id), &st); err == nil {
+			state = string(st.State)
+		}
+		if state != string(Done) {
+			left = append(left, fmt.Sprintf("%s (%s, %s)", spec.Name, id, state))
+		}
+	}
+	if len(left) == 0 {
+		return ""
+	}
+	return "waits for " + strings.Join(left, ", ")
 }
