@@ -42,6 +42,7 @@ type leader struct {
 	ended   map[string]task.State       // tasks known ended
 	jobs    map[string]*jobState        // jobs, by name (schedule.go)
 	dagIDs  map[string]string           // DAG tasks' ids, by dagKey (dag id and name)
+	tokens  map[string]string           // the ids of the tasks of jobs' runs, by token (repairFires)
 
 	// Which watches are armed: a list is read with a new watch only when its last one
 	// has fired, so that re-reading does not pile up watches.
@@ -98,7 +99,7 @@ func newLeader(m *Master, s *coordinator.Session, h *coordinator.Hold) *leader {
 		workers: map[string]*workerState{}, assign: map[string]map[string]*slot{},
 		tasks: map[string]*taskState{}, ended: map[string]task.State{}, assignArmed: map[string]bool{},
 		drained: map[string]bool{}, workerArmed: map[string]bool{}, jobs: map[string]*jobState{},
-		dagIDs: map[string]string{},
+		dagIDs: map[string]string{}, tokens: map[string]string{},
 	}
 }
 
@@ -562,6 +563,9 @@ func (l *leader) reloadTask(ctx context.Context, id string) error {
 		}
 		if t.spec.DAG != "" {
 			l.dagIDs[dagKey(t.spec.DAG, t.spec.Name)] = id
+		}
+		if t.spec.Job != "" && t.spec.Token != "" {
+			l.tokens[t.spec.Token] = id
 		}
 	}
 	// The watch fires at the latest when the status is created: none is left behind.

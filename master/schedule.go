@@ -10,6 +10,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -36,13 +37,16 @@ type jobState struct {
 	invalid error // the definition does not validate: the job is not fired
 	armed   bool  // a data watch on the job's node is armed
 	ctime   time.Time
-	dir     bool           // the fires directory exists
-	fires   []string       // fire names on record, oldest first
-	last    time.Time      // the latest scheduled time on record (or where planning starts)
-	queued  []string       // fires recorded queued, oldest first
-	next    time.Time      // the next scheduled time, zero if none
-	plan    task.ShardPlan // a sharded job's items by worker, as on record
-	planned bool           // plan is on record (the shards node exists)
+	dir     bool      // the fires directory exists
+	fires   []string  // fire names on record, oldest first
+	last    time.Time // the latest scheduled time on record (or where planning starts)
+	queued  []string  // fires recorded queued, oldest first
+	// unlinked are started fires whose record names no task: the write that adds the
+	// ids after the fire's multi did not go through (repairFires).
+	unlinked []string
+	next     time.Time      // the next scheduled time, zero if none
+	plan     task.ShardPlan // a sharded job's items by worker, as on record
+	planned  bool           // plan is on record (the shards node exists)
 }
 
 // queuedScan bounds how many of a job's newest fire records are read to find its queued
@@ -158,7 +162,7 @@ func (l *leader) readFires(j *jobState) error {
 		}
 	}
 	slices.Sort(j.fires)
-	j.last, j.queued = time.Time{}, nil
+	j.last, j.queued, j.unlinked = time.Time{}, nil, nil
 	if len(j.fires) > 0 {
 		j.last, _ = task.ParseFireName(j.fires[len(j.fires)-1])
 	}
@@ -171,8 +175,14 @@ func (l *leader) readFires(j *jobState) error {
 			return err
 		}
 		var f task.Fire
-		if json.Unmarshal(data, &f) == nil && f.Outcome == task.FireQueued {
+		if json.Unmarshal(data, &f) != nil {
+			continue
+		}
+		switch {
+		case f.Outcome == task.FireQueued:
 			j.queued = append(j.queued, j.fires[i])
+		case f.Outcome == task.FireStarted && f.Task == "" && len(f.Tasks) == 0:
+			j.unlinked = append(j.unlinked, j.fires[i])
 		}
 	}
 	slices.Sort(j.queued)
@@ -263,6 +273,9 @@ func (l *leader) fireJobs(ctx context.Context) (time.Time, error) {
 	var next time.Time
 	now := time.Now()
 	for _, j := range l.jobs {
+		if err := l.repairFires(j); err != nil {
+			return time.Time{}, err
+		}
 		if j.invalid != nil || !j.job.Enabled {
 			j.next = time.Time{}
 			continue
@@ -456,5 +469,42 @@ func (l *leader) pruneFires(j *jobState) error {
 		return err
 	}
 	j.fires = j.fires[len(gone):]
+	return nil
+}
+
+// repairFires writes into the record of each started fire that names no task the ids of
+// the tasks its multi created, found by their tokens (the job and the fire's name, then
+// the item or the DAG task's name): the write that follows a fire's multi can be lost
+// to a disconnection, and the run history would lose the link.
+func (l *leader) repairFires(j *jobState) error {
+	for len(j.unlinked) > 0 {
+		name := j.unlinked[0]
+		token := j.name + "/" + name
+		var ids []string
+		for tok, id := range l.tokens {
+			if tok == token || strings.HasPrefix(tok, token+"/") {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) > 0 {
+			slices.Sort(ids)
+			data, _, err := l.conn.Get(l.l.Fire(j.name, name))
+			var rec task.Fire
+			if err == nil && json.Unmarshal(data, &rec) == nil {
+				if len(ids) == 1 {
+					rec.Task = ids[0]
+				} else {
+					rec.Tasks = ids
+				}
+				data, _ = json.Marshal(rec)
+				err = l.multi(&zk.SetDataRequest{Path: l.l.Fire(j.name, name), Data: data, Version: -1})
+			}
+			if err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return err
+			}
+			l.logger.Info("fire record linked to its tasks", "job", j.name, "fire", name, "tasks", ids)
+		}
+		j.unlinked = j.unlinked[1:] // none found: its tasks were deleted
+	}
 	return nil
 }

@@ -189,3 +189,32 @@ func TestJobFailover(t *testing.T) {
 		}
 	}
 }
+
+// A started fire whose record names no task — the write after its multi was lost —
+// gets its task's id from the task's token when a master reads it.
+func TestJobFireRelinked(t *testing.T) {
+	c := newCluster(t)
+	j := everySecond("relink", task.ConcurrencyAllow)
+	j.Enabled = false // no new fire: only the repair writes
+	c.putJob(j)
+	at := time.Date(2026, 11, 27, 10, 23, 13, 0, time.UTC)
+	fire := task.FireName(at)
+	id, err := c.client.Submit(context.Background(), task.Spec{Command: "true", Job: "relink", Scheduled: at,
+		Token: "relink/" + fire})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := json.Marshal(task.Fire{Scheduled: at, Recorded: at, Outcome: task.FireStarted})
+	conn := c.s.Conn()
+	if _, err := conn.Create(c.layout.Fires("relink"), nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
+		t.Fatal(err)
+	}
+	if _, err := conn.Create(c.layout.Fire("relink", fire), rec, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	c.startMaster("m1")
+	testutil.Eventually(t, wait, 20*time.Millisecond, func() bool {
+		f := c.fires("relink")
+		return len(f) == 1 && f[0].Task == id
+	}, "the fire record linked to its task %s", id)
+}
