@@ -257,14 +257,16 @@ func (l *leader) shardOwner(spec *task.Spec) string {
 	return ""
 }
 
-// jobRunning reports whether a run of job name has not ended.
-func (l *leader) jobRunning(name string) bool {
+// runningJobs returns the jobs with a run that has not ended, from the tasks the term
+// knows, once per round rather than a scan of the tasks per job.
+func (l *leader) runningJobs() map[string]bool {
+	running := map[string]bool{}
 	for _, t := range l.tasks {
-		if t.spec.Job == name {
-			return true
+		if t.spec.Job != "" {
+			running[t.spec.Job] = true
 		}
 	}
-	return false
+	return running
 }
 
 // fireJobs starts the queued fires whose turn came, and records what each job's
@@ -272,6 +274,7 @@ func (l *leader) jobRunning(name string) bool {
 func (l *leader) fireJobs(ctx context.Context) (time.Time, error) {
 	var next time.Time
 	now := time.Now()
+	running := l.runningJobs() // the fires below add to it
 	for _, j := range l.jobs {
 		if err := l.repairFires(j); err != nil {
 			return time.Time{}, err
@@ -280,10 +283,11 @@ func (l *leader) fireJobs(ctx context.Context) (time.Time, error) {
 			j.next = time.Time{}
 			continue
 		}
-		if len(j.queued) > 0 && !l.jobRunning(j.name) {
+		if len(j.queued) > 0 && !running[j.name] {
 			if err := l.startQueued(ctx, j, now); err != nil {
 				return time.Time{}, err
 			}
+			running[j.name] = true
 		}
 		if j.sched == nil {
 			continue
@@ -295,7 +299,7 @@ func (l *leader) fireJobs(ctx context.Context) (time.Time, error) {
 		if j.job.EnabledSince.After(after) {
 			after = j.job.EnabledSince // times before it was enabled are never fired
 		}
-		decisions, n := task.Plan(j.job, j.sched, task.PlanState{After: after, Running: l.jobRunning(j.name),
+		decisions, n := task.Plan(j.job, j.sched, task.PlanState{After: after, Running: running[j.name],
 			Queued: len(j.queued)}, now)
 		for _, d := range decisions {
 			if err := l.recordFire(ctx, j, d, now); err != nil {

@@ -218,3 +218,48 @@ func TestJobFireRelinked(t *testing.T) {
 		return len(f) == 1 && f[0].Task == id
 	}, "the fire record linked to its task %s", id)
 }
+
+// Jobs a client wrote wrong or hostile — not JSON, an unknown schedule, shards and a
+// history out of range, a DAG with a cycle, a backlog of decades — are not fired and
+// do not stop the master, which fires a good job beside them; a backlog is covered by
+// bounded records.
+func TestJobHostileDefinitions(t *testing.T) {
+	c := newCluster(t)
+	ctx := context.Background()
+	if err := c.s.MakeDirs(ctx, c.layout.Jobs()); err != nil {
+		t.Fatal(err)
+	}
+	conn := c.s.Conn()
+	raw := map[string]string{
+		"garbage":  `{"task": [`,
+		"schedule": `{"task": {"command": "x"}, "schedule": "61 * * * *", "enabled": true}`,
+		"shards":   `{"task": {"command": "x"}, "schedule": "* * * * * *", "shards": 100000, "enabled": true}`,
+		"history":  `{"task": {"command": "x"}, "schedule": "* * * * * *", "history": -5, "enabled": true}`,
+		"cycle": `{"schedule": "* * * * * *", "enabled": true, "dag": [{"name": "a", "spec": {"command": "x"}, "after": ["b"]},
+			{"name": "b", "spec": {"command": "x"}, "after": ["a"]}]}`,
+	}
+	for name, data := range raw {
+		if _, err := conn.Create(c.layout.Job(name), []byte(data), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := everySecond("decades", task.ConcurrencyAllow)
+	old.Misfire, old.EnabledSince = task.MisfireSkip, time.Now().AddDate(-30, 0, 0)
+	c.putJob(old)
+	c.putJob(everySecond("good", task.ConcurrencyAllow))
+	c.startMaster("m1") // a master that stopped on them fails the test when it ends
+	testutil.Eventually(t, 2*wait, 50*time.Millisecond, func() bool { return len(c.fires("good")) >= 2 }, "the good job fired")
+	for name := range raw {
+		if f := c.fires(name); len(f) != 0 {
+			t.Errorf("job %s fired: %+v", name, f)
+		}
+	}
+	// Thirty years of seconds are recorded a bounded batch a round, each covering many.
+	testutil.Eventually(t, 2*wait, 50*time.Millisecond, func() bool {
+		f := c.fires("decades")
+		return len(f) > 0 && time.Since(f[len(f)-1].Scheduled) < time.Minute
+	}, "the backlog caught up")
+	if f := c.fires("decades"); len(f) > task.DefaultHistory {
+		t.Errorf("%d fire records kept, more than the history", len(f))
+	}
+}

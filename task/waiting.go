@@ -22,12 +22,21 @@ type workerSnapshot struct {
 	read    bool
 	workers []WorkerView
 	err     error
+	// dag holds what parentsWait read of DAG tasks during the call, by id: a list of a
+	// DAG's pending tasks reads each of its tasks once, not once per child.
+	dag map[string]dagRead
+}
+
+// dagRead is a task as parentsWait reads it: its spec (nil if unreadable) and state.
+type dagRead struct {
+	spec  *Spec
+	state string
 }
 
 // waiting returns why pending task t waits; "" if the workers cannot be read.
 func (ws *workerSnapshot) waiting(ctx context.Context, c *Client, t *Task) string {
 	var why []string
-	if r := c.parentsWait(ctx, t); r != "" {
+	if r := ws.parentsWait(ctx, c, t); r != "" {
 		why = append(why, r)
 	}
 	if r := retryWait(t, time.Now()); r != "" {
@@ -134,8 +143,8 @@ func listWorkers(workers []WorkerView, what func(WorkerView) string) string {
 // done, with where they stand; "" when none is left, or they cannot be found. A DAG's
 // tasks are created in one multi, parents first, so they are the task's neighbours
 // below it in sequence (SubmitDAG, Job.Runs): they are read back from it, at most
-// MaxDAGSize of them.
-func (c *Client) parentsWait(ctx context.Context, t *Task) string {
+// MaxDAGSize of them, each once per call.
+func (ws *workerSnapshot) parentsWait(ctx context.Context, c *Client, t *Task) string {
 	if len(t.Spec.After) == 0 {
 		return ""
 	}
@@ -147,25 +156,41 @@ func (c *Client) parentsWait(ctx context.Context, t *Task) string {
 	seq := seqOf(t.ID)
 	for k := int64(1); k < MaxDAGSize && seq-k >= 0 && len(want) > 0; k++ {
 		id := fmt.Sprintf("%s%010d", taskPrefix, seq-k)
-		var spec Spec
-		if err := c.readJSON(ctx, c.l.Task(id), &spec); err != nil || spec.DAG != t.Spec.DAG {
+		r := ws.readDAGTask(ctx, c, id)
+		if r.spec == nil || r.spec.DAG != t.Spec.DAG {
 			break // the DAG's block ends here
 		}
-		if !want[spec.Name] {
+		if !want[r.spec.Name] {
 			continue
 		}
-		delete(want, spec.Name)
-		var st Status
-		state := "not ended"
-		if err := c.readJSON(ctx, c.l.Status(id), &st); err == nil {
-			state = string(st.State)
-		}
-		if state != string(Done) {
-			left = append(left, fmt.Sprintf("%s (%s, %s)", spec.Name, id, state))
+		delete(want, r.spec.Name)
+		if r.state != string(Done) {
+			left = append(left, fmt.Sprintf("%s (%s, %s)", r.spec.Name, id, r.state))
 		}
 	}
 	if len(left) == 0 {
 		return ""
 	}
 	return "waits for " + strings.Join(left, ", ")
+}
+
+// readDAGTask reads task id's spec and state, or returns what the call read already.
+func (ws *workerSnapshot) readDAGTask(ctx context.Context, c *Client, id string) dagRead {
+	if r, ok := ws.dag[id]; ok {
+		return r
+	}
+	var r dagRead
+	var spec Spec
+	if c.readJSON(ctx, c.l.Task(id), &spec) == nil {
+		r.spec, r.state = &spec, "not ended"
+		var st Status
+		if c.readJSON(ctx, c.l.Status(id), &st) == nil {
+			r.state = string(st.State)
+		}
+	}
+	if ws.dag == nil {
+		ws.dag = map[string]dagRead{}
+	}
+	ws.dag[id] = r
+	return r
 }
