@@ -108,6 +108,13 @@ func (c *Client) Submit(ctx context.Context, spec Spec) (string, error) {
 	}
 }
 
+// children lists the children of p, riding out disconnections.
+func (c *Client) children(ctx context.Context, p string) ([]string, error) {
+	var names []string
+	err := c.retry(ctx, func() (err error) { names, _, err = c.s.Conn().Children(p); return err })
+	return names, err
+}
+
 // findSubmitted looks for the task of a token among those numbered from on, after a
 // create whose outcome is unknown; "" if there is none.
 func (c *Client) findSubmitted(ctx context.Context, from int64, token string) (string, error) {
@@ -178,9 +185,7 @@ func (c *Client) lookup(ctx context.Context, id string, ws *workerSnapshot) (*Ta
 
 // List returns every task, oldest first.
 func (c *Client) List(ctx context.Context) ([]*Task, error) {
-	conn := c.s.Conn()
-	var ids []string
-	err := c.retry(ctx, func() (err error) { ids, _, err = conn.Children(c.l.Tasks()); return err })
+	ids, err := c.children(ctx, c.l.Tasks())
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -218,9 +223,8 @@ func (c *Client) get(ctx context.Context, id string, worker func() (string, erro
 		}
 		return nil, err
 	}
-	var names []string
-	conn := c.s.Conn()
-	if err := c.retry(ctx, func() (err error) { names, _, err = conn.Children(c.l.Task(id)); return err }); err != nil {
+	names, err := c.children(ctx, c.l.Task(id))
+	if err != nil {
 		return nil, err
 	}
 	kids := ParseChildren(names)
@@ -297,9 +301,7 @@ func (c *Client) addHistory(ctx context.Context, t *Task, p string) error {
 
 // assignDirs lists the workers that have an assignment directory.
 func (c *Client) assignDirs(ctx context.Context) ([]string, error) {
-	var workers []string
-	conn := c.s.Conn()
-	err := c.retry(ctx, func() (err error) { workers, _, err = conn.Children(c.l.Assign()); return err })
+	workers, err := c.children(ctx, c.l.Assign())
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -327,10 +329,8 @@ func (c *Client) assignments(ctx context.Context) (map[string]string, error) {
 		return nil, err
 	}
 	out := make(map[string]string)
-	conn := c.s.Conn()
 	for _, w := range workers {
-		var ids []string
-		err := c.retry(ctx, func() (err error) { ids, _, err = conn.Children(c.l.AssignDir(w)); return err })
+		ids, err := c.children(ctx, c.l.AssignDir(w))
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return nil, err
 		}

@@ -292,8 +292,7 @@ func (c *Client) DeleteJob(ctx context.Context, name string) error {
 	conn := c.s.Conn()
 	tried := false // a final multi was sent: a job gone since is ours to have deleted
 	for {
-		var kids []string
-		err := c.retry(ctx, func() (err error) { kids, _, err = conn.Children(c.l.Job(name)); return err })
+		kids, err := c.children(ctx, c.l.Job(name))
 		switch {
 		case errors.Is(err, zk.ErrNoNode) && tried:
 			return nil
@@ -421,9 +420,7 @@ func (c *Client) GetJob(ctx context.Context, name string) (*JobView, error) {
 
 // ListJobs returns every job, by name, as GetJob does.
 func (c *Client) ListJobs(ctx context.Context) ([]*JobView, error) {
-	conn := c.s.Conn()
-	var names []string
-	err := c.retry(ctx, func() (err error) { names, _, err = conn.Children(c.l.Jobs()); return err })
+	names, err := c.children(ctx, c.l.Jobs())
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -468,9 +465,7 @@ func (c *Client) readJob(ctx context.Context, name string) (Job, *zk.Stat, []byt
 // fireNames returns the names of the job's fire records, oldest first, and whether
 // its fires directory exists.
 func (c *Client) fireNames(ctx context.Context, job string) ([]string, bool, error) {
-	var names []string
-	conn := c.s.Conn()
-	err := c.retry(ctx, func() (err error) { names, _, err = conn.Children(c.l.Fires(job)); return err })
+	names, err := c.children(ctx, c.l.Fires(job))
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, false, nil
 	}

@@ -225,9 +225,8 @@ func (c *Client) submitAll(ctx context.Context, specs []Spec) ([]string, error) 
 // idsByToken finds the tasks numbered from on whose tokens are keys of tokens, and
 // returns their ids at the tokens' indexes; nil if not all are there.
 func (c *Client) idsByToken(ctx context.Context, tokens map[string]int, from int64) ([]string, error) {
-	conn := c.s.Conn()
-	var names []string
-	if err := c.retry(ctx, func() (err error) { names, _, err = conn.Children(c.l.Tasks()); return err }); err != nil {
+	names, err := c.children(ctx, c.l.Tasks())
+	if err != nil {
 		return nil, err
 	}
 	ids := make([]string, len(tokens))

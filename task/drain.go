@@ -125,8 +125,7 @@ func ServerNow(s *coordinator.Session, l Layout) (time.Time, error) {
 // Workers returns the registered workers, sorted by id, with their drain requests.
 func (c *Client) Workers(ctx context.Context) ([]WorkerView, error) {
 	conn := c.s.Conn()
-	var ids []string
-	err := c.retry(ctx, func() (err error) { ids, _, err = conn.Children(c.l.Workers()); return err })
+	ids, err := c.children(ctx, c.l.Workers())
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return nil, fmt.Errorf("task: workers: %w", err)
 	}
