@@ -447,3 +447,81 @@ func ZooServerLines(members []ZooServer) []string {
 	}
 	return lines
 }
+
+// ZooKeeperEnsemble is an Apache ZooKeeper ensemble whose members run from one set of
+// options: each has its own directory (kept when it stops, so that Start brings it back
+// on its data), client port, myid and the ensemble's server.N lines.
+type ZooKeeperEnsemble struct {
+	tb      testing.TB
+	Options []ZooKeeperOptions // member i's, as started
+	mu      sync.Mutex
+	members []*ZooKeeper // nil while stopped; guarded by mu
+}
+
+// StartZooKeeperEnsemble starts n members configured as base (its Dir, ClientPort, MyID
+// and server lines are each member's own; initLimit and syncLimit come first in Config,
+// base's lines after them) concurrently, as a quorum needs, and waits until each
+// leads or follows. The members are stopped when tb ends.
+func StartZooKeeperEnsemble(tb testing.TB, n int, base ZooKeeperOptions) (*ZooKeeperEnsemble, error) {
+	tb.Helper()
+	servers, err := FreeZooServers(n)
+	if err != nil {
+		return nil, err
+	}
+	e := &ZooKeeperEnsemble{tb: tb, members: make([]*ZooKeeper, n)}
+	for _, s := range servers {
+		o := base
+		o.Dir, o.ClientPort, o.MyID = tb.TempDir(), s.ClientPort, s.ID
+		o.Config = slices.Concat([]string{"initLimit=10", "syncLimit=5"}, base.Config, ZooServerLines(servers))
+		e.Options = append(e.Options, o)
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = e.Start(i) })
+	}
+	wg.Wait()
+	return e, errors.Join(errs...)
+}
+
+// Addr returns member i's client address.
+func (e *ZooKeeperEnsemble) Addr(i int) string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(e.Options[i].ClientPort))
+}
+
+// Addrs returns every member's client address, in member order.
+func (e *ZooKeeperEnsemble) Addrs() []string {
+	out := make([]string, len(e.Options))
+	for i := range out {
+		out[i] = e.Addr(i)
+	}
+	return out
+}
+
+// Start starts member i (again, on its data); with a quorum of others it returns once
+// the member leads or follows.
+func (e *ZooKeeperEnsemble) Start(i int) error {
+	z, err := StartZooKeeper(e.tb, e.Options[i])
+	e.mu.Lock()
+	e.members[i] = z
+	e.mu.Unlock()
+	return err
+}
+
+// Stop kills member i, if running.
+func (e *ZooKeeperEnsemble) Stop(i int) {
+	e.mu.Lock()
+	z := e.members[i]
+	e.members[i] = nil
+	e.mu.Unlock()
+	if z != nil {
+		z.Stop()
+	}
+}
+
+// Member returns member i's process, nil while stopped.
+func (e *ZooKeeperEnsemble) Member(i int) *ZooKeeper {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.members[i]
+}

@@ -1,14 +1,12 @@
 package testutil
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -140,24 +138,14 @@ func TestStartZooKeeperInDirRestarts(t *testing.T) {
 // Three members started concurrently elect a leader; each has its myid, and a write on
 // one is read on another.
 func TestStartZooKeeperEnsemble(t *testing.T) {
-	servers, err := FreeZooServers(3)
+	e, err := StartZooKeeperEnsemble(t, 3, ZooKeeperOptions{FourLetterWords: "*"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	members := make([]*ZooKeeper, len(servers))
-	errs := make([]error, len(servers))
-	var wg sync.WaitGroup
-	for i, s := range servers {
-		wg.Go(func() {
-			members[i], errs[i] = StartZooKeeper(t, ZooKeeperOptions{
-				FourLetterWords: "*", ClientPort: s.ClientPort, MyID: s.ID,
-				Config: append([]string{"initLimit=10", "syncLimit=5"}, ZooServerLines(servers)...),
-			})
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
+	members := []*ZooKeeper{e.Member(0), e.Member(1), e.Member(2)}
+	servers := make([]ZooServer, 3)
+	for i, o := range e.Options {
+		servers[i] = ZooServer{ID: o.MyID, ClientPort: o.ClientPort}
 	}
 	modes := map[string]int{}
 	for i, m := range members {

@@ -3,14 +3,12 @@ package clients
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -116,64 +114,29 @@ func (re *readOnlyEnsemble) restoreQuorum(t *testing.T) {
 // -Dreadonlymode.enabled=true, each in a directory of its own that a restart keeps.
 func startZooKeeperReadOnly(t *testing.T) *readOnlyEnsemble {
 	t.Helper()
-	servers, err := testutil.FreeZooServers(3)
+	e, err := testutil.StartZooKeeperEnsemble(t, 3, testutil.ZooKeeperOptions{
+		TickTime: 500 * time.Millisecond, FourLetterWords: "*",
+		ExtraJVMFlags: []string{"-Dreadonlymode.enabled=true"},
+		// A read-only ZooKeeper 3.8 makes its sessions local ones: without
+		// localSessionsEnabled neither kazoo nor zkCli gets one (kazoo reads a
+		// truncated connect response, zkCli ConnectionLoss); apache/zookeeper#1922.
+		Config: []string{"localSessionsEnabled=true"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := make([]testutil.ZooKeeperOptions, len(servers))
-	members := make([]*testutil.ZooKeeper, len(servers))
-	var mu sync.Mutex
-	for i, s := range servers {
-		opts[i] = testutil.ZooKeeperOptions{
-			TickTime: 500 * time.Millisecond, FourLetterWords: "*", ClientPort: s.ClientPort, MyID: s.ID,
-			Dir:           t.TempDir(),
-			ExtraJVMFlags: []string{"-Dreadonlymode.enabled=true"},
-			// A read-only ZooKeeper 3.8 makes its sessions local ones: without
-			// localSessionsEnabled neither kazoo nor zkCli gets one (kazoo reads a
-			// truncated connect response, zkCli ConnectionLoss); apache/zookeeper#1922.
-			Config: append([]string{"initLimit=10", "syncLimit=5", "localSessionsEnabled=true"},
-				testutil.ZooServerLines(servers)...),
-		}
-	}
-	startOne := func(i int) error {
-		z, err := testutil.StartZooKeeper(t, opts[i])
-		mu.Lock()
-		members[i] = z
-		mu.Unlock()
-		return err
-	}
-	errs := make([]error, len(servers))
-	var wg sync.WaitGroup
-	for i := range servers {
-		wg.Go(func() { errs[i] = startOne(i) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
-	re := &readOnlyEnsemble{
-		stop: func(i int) {
-			mu.Lock()
-			z := members[i]
-			mu.Unlock()
-			z.Stop()
-		},
+	return &readOnlyEnsemble{
+		addrs: e.Addrs(),
+		stop:  e.Stop,
 		start: func(i int) {
-			if err := startOne(i); err != nil {
+			if err := e.Start(i); err != nil {
 				t.Fatal(err)
 			}
 		},
+		logTail: func() string {
+			return zooKeeperLogTail(filepath.Join(e.Options[0].Dir, "zookeeper.log"), 60)
+		},
 	}
-	for _, s := range servers {
-		re.addrs = append(re.addrs, s.ClientAddr())
-	}
-	re.logTail = func() string {
-		mu.Lock()
-		dir := members[0].Dir
-		mu.Unlock()
-		return zooKeeperLogTail(filepath.Join(dir, "zookeeper.log"), 60)
-	}
-	return re
 }
 
 // zooKeeperLogTail returns the last n lines of a ZooKeeper member's log without its

@@ -74,48 +74,20 @@ type roEnsemble interface {
 	start(i int) error
 }
 
-type zkEnsemble struct {
-	opts    []testutil.ZooKeeperOptions
-	members []*testutil.ZooKeeper
-}
+type zkEnsemble struct{ *testutil.ZooKeeperEnsemble }
 
-func (e *zkEnsemble) addr(i int) string { return fmt.Sprintf("127.0.0.1:%d", e.opts[i].ClientPort) }
-func (e *zkEnsemble) stop(i int)        { e.members[i].Stop() }
-func (e *zkEnsemble) start(i int) (err error) {
-	e.members[i], err = testutil.StartZooKeeper(nil, e.opts[i])
-	return err
-}
+func (e zkEnsemble) addr(i int) string { return e.Addr(i) }
+func (e zkEnsemble) stop(i int)        { e.Stop(i) }
+func (e zkEnsemble) start(i int) error { return e.Start(i) }
 
 // startZooKeeperRO starts three Apache ZooKeeper members configured as referenceOptions,
 // with read-only mode and local sessions on.
-func startZooKeeperRO(t *testing.T) (*zkEnsemble, error) {
-	servers, err := testutil.FreeZooServers(3)
-	if err != nil {
-		return nil, err
-	}
-	e := &zkEnsemble{members: make([]*testutil.ZooKeeper, 3)}
-	for _, s := range servers {
-		o := referenceOptions
-		o.Dir, o.ClientPort, o.MyID = t.TempDir(), s.ClientPort, s.ID
-		o.Config = append([]string{"initLimit=10", "syncLimit=5", "localSessionsEnabled=true",
-			"localSessionsUpgradingEnabled=true"}, testutil.ZooServerLines(servers)...)
-		o.ExtraJVMFlags = []string{"-Dreadonlymode.enabled=true"}
-		e.opts = append(e.opts, o)
-	}
-	t.Cleanup(func() {
-		for _, m := range e.members {
-			if m != nil {
-				m.Stop()
-			}
-		}
-	})
-	errs := make([]error, 3)
-	var wg sync.WaitGroup
-	for i := range 3 {
-		wg.Go(func() { errs[i] = e.start(i) })
-	}
-	wg.Wait()
-	return e, errors.Join(errs...)
+func startZooKeeperRO(t *testing.T) (zkEnsemble, error) {
+	o := referenceOptions
+	o.Config = []string{"localSessionsEnabled=true", "localSessionsUpgradingEnabled=true"}
+	o.ExtraJVMFlags = []string{"-Dreadonlymode.enabled=true"}
+	e, err := testutil.StartZooKeeperEnsemble(t, 3, o)
+	return zkEnsemble{e}, err
 }
 
 type paddockEnsemble struct{ e *testutil.Ensemble }
