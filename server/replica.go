@@ -505,7 +505,9 @@ func (r *replica) watchLoop() {
 			}
 			wasReadOnly = ro
 		}
-		r.expireReadOnly()
+		if s.cfg.ReadOnlyMode {
+			r.expireReadOnly()
+		}
 	}
 }
 
