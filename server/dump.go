@@ -72,21 +72,21 @@ func dumpSnapshot(w io.Writer, info store.SnapshotInfo) error {
 
 // dumpTree prints every node of t with its stat, ACL and data, then the sessions.
 func dumpTree(w io.Writer, t *datatree.Tree) {
-	t.Walk(func(n *datatree.Node) {
+	t.Walk(func(n datatree.Node) {
 		s := n.Stat()
 		fmt.Fprintf(w, "  %s czxid=0x%x mzxid=0x%x pzxid=0x%x ctime=%s mtime=%s version=%d cversion=%d aversion=%d owner=%s children=%d acl=%s data=%s\n",
-			n.Path, s.Czxid, s.Mzxid, s.Pzxid, stamp(s.Ctime), stamp(s.Mtime), s.Version, s.Cversion, s.Aversion,
-			owner(n), s.NumChildren, describeACLs(n.ACL()), describeBytes(n.Data))
+			n.Path(), s.Czxid, s.Mzxid, s.Pzxid, stamp(s.Ctime), stamp(s.Mtime), s.Version, s.Cversion, s.Aversion,
+			owner(n), s.NumChildren, describeACLs(n.ACL()), describeBytes(n.Data()))
 	})
 	for _, s := range t.Sessions() {
 		fmt.Fprintf(w, "  session 0x%x timeout=%dms\n", s.ID, s.Timeout)
 	}
 }
 
-func owner(n *datatree.Node) string {
+func owner(n datatree.Node) string {
 	switch n.Kind() {
 	case datatree.Ephemeral:
-		return fmt.Sprintf("0x%x", n.Owner)
+		return fmt.Sprintf("0x%x", n.Owner())
 	case datatree.Container:
 		return "container"
 	case datatree.TTL:

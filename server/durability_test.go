@@ -171,11 +171,11 @@ func (a *acked) check(t *testing.T, s *Server) {
 		if h.acked == 0 {
 			continue
 		}
-		if n == nil || !slices.Contains(h.sent[h.acked-1:], string(n.Data)) {
+		if !n.Exists() || !slices.Contains(h.sent[h.acked-1:], string(n.Data())) {
 			t.Errorf("%s: acknowledged %q (later sent %q), after restart %v", p, h.sent[h.acked-1], h.sent[h.acked:], n)
 		}
-		if pair := s.tree.Get(p + "-pair"); strings.HasPrefix(p, "/load/m") && !strings.HasSuffix(p, "-pair") && (n == nil) != (pair == nil) {
-			t.Errorf("half a multi after restart: %s present %v, its pair present %v", p, n != nil, pair != nil)
+		if pair := s.tree.Get(p + "-pair"); strings.HasPrefix(p, "/load/m") && !strings.HasSuffix(p, "-pair") && (!n.Exists()) != (!pair.Exists()) {
+			t.Errorf("half a multi after restart: %s present %v, its pair present %v", p, n.Exists(), pair.Exists())
 		}
 	}
 }

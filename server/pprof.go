@@ -70,7 +70,7 @@ func (s *Server) AdminAuthorized(scheme string, auth []byte) bool {
 	s.treeMu.RLock()
 	defer s.treeMu.RUnlock()
 	root := s.tree.Get("/")
-	if root == nil {
+	if !root.Exists() {
 		return false
 	}
 	for _, a := range root.ACL() {

@@ -61,7 +61,7 @@ func (c *conn) read(r *request) (wire.Record, error) {
 		return &wire.PathRecord{Path: r.rec.(*wire.PathRecord).Path}, nil
 	case wire.OpReconfig:
 		n := s.tree.Get(datatree.ConfigPath)
-		return &wire.GetDataResponse{Data: n.Data, Stat: n.Stat()}, nil
+		return &wire.GetDataResponse{Data: n.Data(), Stat: n.Stat()}, nil
 	case wire.OpExists:
 		req := r.rec.(*wire.PathWatchRequest)
 		if strings.IndexByte(req.Path, 0) >= 0 {
@@ -71,7 +71,7 @@ func (c *conn) read(r *request) (wire.Record, error) {
 		if req.Watch {
 			s.watches.Add(watch.Data, req.Path, c, watch.Standard) // an exists watch is set on a missing node too
 		}
-		if n == nil {
+		if !n.Exists() {
 			return nil, datatree.ErrNoNode
 		}
 		return &wire.StatResponse{Stat: n.Stat()}, nil
@@ -81,13 +81,13 @@ func (c *conn) read(r *request) (wire.Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		if budget := s.replyBudget(); !budget.take(bufferLen(n.Data) + statLen) {
+		if budget := s.replyBudget(); !budget.take(bufferLen(n.Data()) + statLen) {
 			return nil, c.replyTooLarge(r.op, req.Path)
 		}
 		if req.Watch {
 			s.watches.Add(watch.Data, req.Path, c, watch.Standard)
 		}
-		return &wire.GetDataResponse{Data: n.Data, Stat: n.Stat()}, nil
+		return &wire.GetDataResponse{Data: n.Data(), Stat: n.Stat()}, nil
 	case wire.OpGetChildren, wire.OpGetChildren2:
 		return c.getChildren(r)
 	case wire.OpGetACL:
@@ -169,7 +169,7 @@ func (c *conn) getChildren(r *request) (wire.Record, error) {
 // children lists the children of n, at path, if the list fits in budget, and takes it
 // from budget. A node with more children than could fit is refused before they are
 // listed.
-func (c *conn) children(path string, n *datatree.Node, budget *replyBudget) ([]string, bool) {
+func (c *conn) children(path string, n datatree.Node, budget *replyBudget) ([]string, bool) {
 	if !budget.fits(4 + n.NumChildren()*minChildLen) {
 		return nil, false
 	}
@@ -178,13 +178,13 @@ func (c *conn) children(path string, n *datatree.Node, budget *replyBudget) ([]s
 }
 
 // readable returns the node at path if it exists and ids hold perm on it.
-func (c *conn) readable(path string, ids []wire.Identity, perm wire.Perm) (*datatree.Node, error) {
+func (c *conn) readable(path string, ids []wire.Identity, perm wire.Perm) (datatree.Node, error) {
 	n := c.s.tree.Get(path)
-	if n == nil {
-		return nil, datatree.ErrNoNode
+	if !n.Exists() {
+		return datatree.Node{}, datatree.ErrNoNode
 	}
 	if !c.s.cfg.SkipACL && !datatree.Allowed(n.ACL(), perm, ids) {
-		return nil, datatree.ErrNoAuth
+		return datatree.Node{}, datatree.ErrNoAuth
 	}
 	return n, nil
 }
@@ -279,7 +279,7 @@ func (c *conn) fitMultiRead(op wire.Op, path string, ids []wire.Identity, budget
 	case err != nil:
 		return budget.take(4)
 	case op == wire.OpGetData:
-		return budget.take(bufferLen(n.Data) + statLen)
+		return budget.take(bufferLen(n.Data()) + statLen)
 	}
 	_, ok := c.children(path, n, budget)
 	return ok
@@ -307,7 +307,7 @@ func (m *multiReadReply) Encode(e *wire.Encoder) {
 			e.Int(int32(code))
 		case op.Op == wire.OpGetData:
 			(&wire.MultiHeader{Type: wire.OpGetData}).Encode(e)
-			e.Buffer(n.Data)
+			e.Buffer(n.Data())
 			st := n.Stat()
 			st.Encode(e)
 		default:
@@ -388,13 +388,13 @@ func (c *conn) replyTooLarge(op wire.Op, path string) error {
 // since the client's last zxid fires at once instead (DataTree.setWatches).
 func (c *conn) setWatches(w *wire.SetWatches) {
 	s := c.s
-	mzxid := func(n *datatree.Node) int64 { return n.Mzxid }
-	pzxid := func(n *datatree.Node) int64 { return n.Pzxid }
+	mzxid := func(n datatree.Node) int64 { return n.Mzxid() }
+	pzxid := func(n datatree.Node) int64 { return n.Pzxid() }
 	for _, p := range w.Data {
 		c.rearm(p, watch.Data, w.RelativeZxid, mzxid, wire.EventNodeDataChanged)
 	}
 	for _, p := range w.Exist {
-		if s.tree.Get(p) != nil {
+		if s.tree.Get(p).Exists() {
 			c.notify(wire.EventNodeCreated, p, -1)
 		} else {
 			s.watches.Add(watch.Data, p, c, watch.Standard)
@@ -413,9 +413,9 @@ func (c *conn) setWatches(w *wire.SetWatches) {
 
 // rearm re-registers one data or child watch, or fires it at once: NodeDeleted if the
 // node is gone, changed if its zxid (mzxid or pzxid) is past what the client has seen.
-func (c *conn) rearm(path string, t watch.Table, seen int64, changedAt func(*datatree.Node) int64, changed wire.EventType) {
+func (c *conn) rearm(path string, t watch.Table, seen int64, changedAt func(datatree.Node) int64, changed wire.EventType) {
 	switch n := c.s.tree.Get(path); {
-	case n == nil:
+	case !n.Exists():
 		c.notify(wire.EventNodeDeleted, path, -1)
 	case changedAt(n) > seen:
 		c.notify(changed, path, -1)

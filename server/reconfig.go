@@ -29,7 +29,7 @@ func (r *replica) reconfigure(ctx context.Context, req *wire.ReconfigRequest, id
 	s := r.s
 	s.treeMu.RLock()
 	n := s.tree.Get(datatree.ConfigPath)
-	acl, version := n.ACL(), n.Mzxid
+	acl, version := n.ACL(), n.Mzxid()
 	s.treeMu.RUnlock()
 	switch {
 	case !s.cfg.SkipACL && !datatree.Allowed(acl, wire.PermWrite, ids):

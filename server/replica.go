@@ -679,7 +679,7 @@ func (r *replica) Restore(read quorum.ReadFunc, index, term uint64) error {
 	if err != nil {
 		return fmt.Errorf("snapshot at raft index %d: %w", index, err)
 	}
-	if ms, err := parseServerLines(t.Get(datatree.ConfigPath).Data); err == nil && len(ms) > 0 {
+	if ms, err := parseServerLines(t.Get(datatree.ConfigPath).Data()); err == nil && len(ms) > 0 {
 		r.setMembers(ms)
 	} else {
 		t.SetConfig(configData(r.membersNow(), 0))

@@ -496,7 +496,7 @@ func (s *Server) reapable(now time.Time, limit int) []string {
 		}
 	}
 	for _, p := range s.tree.TTLNodes() {
-		if n := s.tree.Get(p); n.NumChildren() == 0 && now.UnixMilli()-n.Mtime > n.TTL() && len(out) < limit {
+		if n := s.tree.Get(p); n.NumChildren() == 0 && now.UnixMilli()-n.Mtime() > n.TTL() && len(out) < limit {
 			out = append(out, p)
 		}
 	}

@@ -11,16 +11,10 @@ import (
 	"github.com/paddock/paddock/server/wire"
 )
 
-// aclList is an interned ACL list. Nodes point to one instead of holding the list,
-// which keeps a node 16 bytes smaller.
-type aclList struct {
-	list []wire.ACL
-}
-
 // The system nodes' lists, shared by every tree.
 var (
-	openACL = &aclList{list: wire.OpenACLUnsafe}
-	readACL = &aclList{list: wire.ReadACLUnsafe}
+	openACL = &nodeRef{list: wire.OpenACLUnsafe}
+	readACL = &nodeRef{list: wire.ReadACLUnsafe}
 )
 
 // aclCache interns ACL lists, as ZooKeeper's ReferenceCountedACLCache does: the nodes of
@@ -30,10 +24,10 @@ var (
 // cleanups run on the runtime's goroutine).
 type aclCache struct {
 	mu sync.Mutex
-	m  map[string]weak.Pointer[aclList] // canonical key -> the list
+	m  map[string]weak.Pointer[nodeRef] // canonical key -> the list
 }
 
-func newACLCache() *aclCache { return &aclCache{m: make(map[string]weak.Pointer[aclList])} }
+func newACLCache() *aclCache { return &aclCache{m: make(map[string]weak.Pointer[nodeRef])} }
 
 // aclKey encodes an ACL list canonically; order matters, as it does on the wire.
 func aclKey(acl []wire.ACL) string {
@@ -52,8 +46,8 @@ func aclKey(acl []wire.ACL) string {
 // intern returns the stored list equal to acl, storing a copy of acl if there is none.
 // The system nodes' lists are found without building a key: the open one is what most
 // clients give.
-func (c *aclCache) intern(acl []wire.ACL) *aclList {
-	for _, l := range [...]*aclList{openACL, readACL} {
+func (c *aclCache) intern(acl []wire.ACL) *nodeRef {
+	for _, l := range [...]*nodeRef{openACL, readACL} {
 		if slices.Equal(acl, l.list) {
 			return l
 		}
@@ -66,7 +60,7 @@ func (c *aclCache) intern(acl []wire.ACL) *aclList {
 			return l
 		}
 	}
-	l := &aclList{list: append([]wire.ACL(nil), acl...)} // a tight copy, never modified
+	l := &nodeRef{list: append([]wire.ACL(nil), acl...)} // a tight copy, never modified
 	c.m[key] = weak.Make(l)
 	runtime.AddCleanup(l, c.forget, key)
 	return l

@@ -144,9 +144,9 @@ type treeState struct {
 
 func snapshot(tr *Tree) treeState {
 	s := treeState{Nodes: map[string]wire.Stat{}, Data: map[string]string{}}
-	tr.Walk(func(n *Node) {
-		s.Nodes[n.Path] = n.Stat()
-		s.Data[n.Path] = string(n.Data)
+	tr.Walk(func(n Node) {
+		s.Nodes[n.Path()] = n.Stat()
+		s.Data[n.Path()] = string(n.Data())
 	})
 	s.Ephemerals = tr.Ephemerals(7)
 	s.Containers, s.TTLs = tr.Containers(), tr.TTLNodes()
@@ -163,10 +163,10 @@ func TestCreateChildExisting(t *testing.T) {
 	before := tr.Digest()
 	got, created := tr.CreateChild(tr.Get("/a"), "/a/b", []byte("second"), nil, 7, 3, 30)
 	if created || got != orig {
-		t.Fatalf("CreateChild of an existing path = %p, %v; want the existing node %p, false", got, created, orig)
+		t.Fatalf("CreateChild of an existing path = %q, %v; want the existing node %q, false", got.rec, created, orig.rec)
 	}
-	if tr.Digest() != before || string(tr.Get("/a/b").Data) != "first" || tr.Get("/a").Stat().Cversion != 1 {
-		t.Errorf("the tree changed: data %q, parent cversion %d", tr.Get("/a/b").Data, tr.Get("/a").Stat().Cversion)
+	if tr.Digest() != before || string(tr.Get("/a/b").Data()) != "first" || tr.Get("/a").Stat().Cversion != 1 {
+		t.Errorf("the tree changed: data %q, parent cversion %d", tr.Get("/a/b").Data(), tr.Get("/a").Stat().Cversion)
 	}
 }
 
@@ -179,10 +179,7 @@ func TestGetAfterEveryChange(t *testing.T) {
 	check := func(step string) {
 		t.Helper()
 		for _, p := range paths {
-			var want *Node
-			if e, ok := tr.index.Get(keyOf(p)); ok {
-				want = e.node
-			}
+			want, _ := tr.index.Get(probe(p))
 			if got := tr.Get(p); got != want {
 				t.Fatalf("after %s: Get(%q) = %+v, the index holds %+v", step, p, got, want)
 			}
@@ -215,7 +212,7 @@ func TestGetAfterEveryChange(t *testing.T) {
 		// Every change above puts a parent after removing a node; the index's own
 		// operations must keep Get right without that.
 		{"remove of the node put last", func() {
-			n := &Node{Path: "/q", acl: openACL}
+			n := newNode("/q", nil, &stat{}, openACL)
 			tr.insert(n)
 			tr.remove(n)
 		}},

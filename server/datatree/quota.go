@@ -126,10 +126,10 @@ func (t *Tree) CheckQuota(path string, bytesDiff, countDiff int64) []QuotaViolat
 		return nil
 	}
 	limitNode, statNode := t.Get(QuotaPath+q+"/"+QuotaLimitNode), t.Get(QuotaPath+q+"/"+QuotaStatNode)
-	if limitNode == nil || statNode == nil {
+	if !limitNode.Exists() || !statNode.Exists() {
 		return nil
 	}
-	limits, stats := ParseStatsTrack(limitNode.Data), ParseStatsTrack(statNode.Data)
+	limits, stats := ParseStatsTrack(limitNode.Data()), ParseStatsTrack(statNode.Data())
 	var out []QuotaViolation
 	check := func(kind string, diff, current, soft, hard int64) {
 		limit, isHard := soft, hard > -1
@@ -160,8 +160,8 @@ func quotaPathOf(path string) (quota, name string, ok bool) {
 }
 
 // quotaCreated keeps the quotas up to date after n was created.
-func (t *Tree) quotaCreated(n *Node) {
-	if q, name, ok := quotaPathOf(n.Path); ok {
+func (t *Tree) quotaCreated(n Node) {
+	if q, name, ok := quotaPathOf(n.Path()); ok {
 		switch name {
 		case QuotaLimitNode:
 			t.addQuota(q)
@@ -169,14 +169,14 @@ func (t *Tree) quotaCreated(n *Node) {
 			t.recountQuota(q)
 		}
 	}
-	if q := t.quotaOf(n.Path); q != "" {
-		t.addQuotaStat(q, int64(len(n.Data)), 1)
+	if q := t.quotaOf(n.Path()); q != "" {
+		t.addQuotaStat(q, int64(len(n.Data())), 1)
 	}
 }
 
 // quotaDeleted keeps the quotas up to date after n was deleted.
-func (t *Tree) quotaDeleted(n *Node) {
-	if q, name, ok := quotaPathOf(n.Path); ok && name == QuotaLimitNode {
+func (t *Tree) quotaDeleted(n Node) {
+	if q, name, ok := quotaPathOf(n.Path()); ok && name == QuotaLimitNode {
 		if _, had := t.quotas[q]; had {
 			delete(t.quotas, q)
 			if t.recording {
@@ -184,8 +184,8 @@ func (t *Tree) quotaDeleted(n *Node) {
 			}
 		}
 	}
-	if q := t.quotaOf(n.Path); q != "" {
-		t.addQuotaStat(q, -int64(len(n.Data)), -1)
+	if q := t.quotaOf(n.Path()); q != "" {
+		t.addQuotaStat(q, -int64(len(n.Data())), -1)
 	}
 }
 
@@ -200,6 +200,7 @@ func (t *Tree) addQuota(q string) {
 	if _, had := t.quotas[q]; had {
 		return
 	}
+	q = strings.Clone(q) // not a piece of a node's record, which would keep it alive
 	t.quotas[q] = struct{}{}
 	if t.recording {
 		t.record(func() { delete(t.quotas, q) })
@@ -210,10 +211,10 @@ func (t *Tree) addQuota(q string) {
 func (t *Tree) addQuotaStat(q string, bytesDiff, countDiff int64) {
 	path := QuotaPath + q + "/" + QuotaStatNode
 	n := t.Get(path)
-	if n == nil {
+	if !n.Exists() {
 		return
 	}
-	st := ParseStatsTrack(n.Data)
+	st := ParseStatsTrack(n.Data())
 	st[statCount] = st.Count() + countDiff
 	st[statBytes] = st.Bytes() + bytesDiff
 	t.setStatData(n, []byte(st.String()))
@@ -223,33 +224,33 @@ func (t *Tree) addQuotaStat(q string, bytesDiff, countDiff int64) {
 // (DataTree.updateQuotaForPath). It walks the subtree.
 func (t *Tree) recountQuota(q string) {
 	var count, bytes int64
-	if n := t.Get(q); n != nil {
-		count, bytes = 1, int64(len(n.Data))
+	if n := t.Get(q); n.Exists() {
+		count, bytes = 1, int64(len(n.Data()))
 		var visit func(p string)
 		visit = func(p string) {
-			t.eachChild(p, func(e entry) {
+			t.eachChild(p, func(c Node) {
 				count++
-				bytes += int64(len(e.node.Data))
-				if e.node.numChildren > 0 {
-					visit(e.node.Path)
+				st, flags, at := c.decode()
+				bytes += int64(c.dataLen(flags, at))
+				if st.numChildren > 0 {
+					visit(c.Path())
 				}
 			})
 		}
 		visit(q)
 	}
-	if n := t.Get(QuotaPath + q + "/" + QuotaStatNode); n != nil {
+	if n := t.Get(QuotaPath + q + "/" + QuotaStatNode); n.Exists() {
 		t.setStatData(n, []byte(StatsTrack{statCount: count, statBytes: bytes}.String()))
 	}
 }
 
 // setStatData replaces a stats node's data without changing its stat, as ZooKeeper does
 // (no version, mzxid or watch): the stats are the server's bookkeeping, not a client write.
-func (t *Tree) setStatData(old *Node, data []byte) {
-	n := *old
-	n.Data = data
-	diff := int64(len(data) - len(old.Data))
+func (t *Tree) setStatData(old Node, data []byte) {
+	n := old.with(func(*stat) {}, data, true)
+	diff := int64(len(data) - len(old.Data()))
 	t.dataSize += diff
-	t.replace(old, &n)
+	t.replace(old, n)
 	if t.recording {
 		t.record(func() { t.dataSize -= diff })
 	}
@@ -261,12 +262,13 @@ func (t *Tree) setStatData(old *Node, data []byte) {
 func (t *Tree) loadQuotas() {
 	var visit func(p string)
 	visit = func(p string) {
-		t.eachChild(p, func(e entry) {
-			if q, name, ok := quotaPathOf(e.path); ok && name == QuotaLimitNode {
-				t.quotas[q] = struct{}{}
+		t.eachChild(p, func(c Node) {
+			path := c.Path()
+			if q, name, ok := quotaPathOf(path); ok && name == QuotaLimitNode {
+				t.quotas[strings.Clone(q)] = struct{}{}
 			}
-			if e.node.numChildren > 0 {
-				visit(e.node.Path)
+			if c.NumChildren() > 0 {
+				visit(path)
 			}
 		})
 	}

@@ -1,9 +1,11 @@
 package datatree
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/google/btree"
 
@@ -18,7 +20,7 @@ var ErrBadSnapshot = errors.New("datatree: bad snapshot")
 // that, Records may run on another goroutine while the tree keeps changing.
 type Snapshot struct {
 	Zxid     int64
-	index    *btree.BTreeG[entry]
+	index    *btree.BTreeG[Node]
 	sessions []*Session
 }
 
@@ -62,9 +64,9 @@ func (s *Snapshot) Records(fn func(payload []byte) error) error {
 // body emits the node and session records.
 func (s *Snapshot) body(e *wire.Encoder, fn func(payload []byte) error) error {
 	var err error
-	s.index.Ascend(func(en entry) bool {
+	s.index.Ascend(func(n Node) bool {
 		e.Reset()
-		encodeNode(e, en.node)
+		encodeNode(e, n)
 		err = fn(e.Bytes())
 		return err == nil
 	})
@@ -84,25 +86,26 @@ func (s *Snapshot) body(e *wire.Encoder, fn func(payload []byte) error) error {
 	return nil
 }
 
-func encodeNode(e *wire.Encoder, n *Node) {
+func encodeNode(e *wire.Encoder, n Node) {
+	st, flags, at := n.decode()
 	e.Int(recordNode)
-	e.String(n.Path)
-	e.Buffer(n.Data)
+	e.String(n.Path())
+	e.Buffer(n.data(flags, at))
 	e.Int(int32(len(n.ACL())))
 	for _, a := range n.ACL() {
 		e.Int(int32(a.Perms))
 		e.String(a.Scheme)
 		e.String(a.ID)
 	}
-	e.Long(n.Czxid)
-	e.Long(n.Mzxid)
-	e.Long(n.Pzxid)
-	e.Long(n.Ctime)
-	e.Long(n.Mtime)
-	e.Int(n.Version)
-	e.Int(n.Aversion)
-	e.Long(n.Owner)
-	e.Int(n.childCreates)
+	e.Long(st.czxid)
+	e.Long(st.mzxid)
+	e.Long(st.pzxid)
+	e.Long(st.ctime)
+	e.Long(st.mtime)
+	e.Int(st.version)
+	e.Int(st.aversion)
+	e.Long(st.owner)
+	e.Int(st.childCreates)
 }
 
 // Digest returns a SHA-256 of the tree's nodes and sessions, in the snapshot encoding:
@@ -134,18 +137,20 @@ type Loader struct {
 	nodes    int64
 	sessions int64
 	err      error
-	last     *Node   // the last node decoded: nodes come in index order
-	batch    []*Node // decoded nodes not handed to the inserter yet
+	last     Node   // the last node decoded: nodes come in index order
+	batch    []Node // decoded nodes not handed to the inserter yet
+	lastACL  *nodeRef
 
 	// The inserter's side. batches is nil until the first batch; done is closed when
 	// the inserter has returned, and insertErr (its first error) may be read then.
-	batches   chan []*Node
+	batches   chan []Node
 	done      chan struct{}
 	insertErr error
-	// parent is the node the last inserted node was a child of. Records come grouped
-	// by parent, so it is nearly always the next one's too. The loader's tree is
-	// private until Tree returns, so its nodes may still be changed in place.
-	parent *Node
+	// parent is the node the last inserted node was a child of, and children how many
+	// of its children came so far. Records come in index order, where a node's children
+	// are consecutive: once a node of another parent comes, the count is complete.
+	parent   Node
+	children int32
 }
 
 // loadBatch is how many decoded nodes go to the inserter at a time.
@@ -194,29 +199,31 @@ func (l *Loader) addHeader(d *wire.Decoder) error {
 	return nil
 }
 
+// addNode decodes a node record into a node, reading the path and data in place: the
+// node's record is their only copy.
 func (l *Loader) addNode(d *wire.Decoder) error {
-	n := &Node{Path: d.String(), Data: d.Buffer()}
-	if c := d.Count(12); c > 0 {
-		acl := make([]wire.ACL, c)
-		for i := range acl {
-			acl[i] = wire.ACL{Perms: wire.Perm(d.Int()), Scheme: d.String(), ID: d.String()}
-		}
-		n.acl = l.t.acls.intern(acl)
-	}
-	n.Czxid, n.Mzxid, n.Pzxid, n.Ctime, n.Mtime = d.Long(), d.Long(), d.Long(), d.Long(), d.Long()
-	n.Version, n.Aversion, n.Owner, n.childCreates = d.Int(), d.Int(), d.Long(), d.Int()
+	pathBytes, data := d.BufferView(), d.BufferView()
+	ref := l.acl(d)
+	var st stat
+	st.czxid, st.mzxid, st.pzxid, st.ctime, st.mtime = d.Long(), d.Long(), d.Long(), d.Long(), d.Long()
+	st.version, st.aversion, st.owner, st.childCreates = d.Int(), d.Int(), d.Long(), d.Int()
 	if d.Err() != nil {
 		return nil // reported by Add
 	}
-	if l.last != nil && !entryLess(keyOf(l.last.Path), keyOf(n.Path)) {
-		// In index order every path is new; out of order, it might repeat one.
-		return fmt.Errorf("%w: %q out of order or twice (after %q)", ErrBadSnapshot, n.Path, l.last.Path)
-	}
+	path := unsafe.String(unsafe.SliceData(pathBytes), len(pathBytes)) // valid during this call
 	// The root sorts first, so in order it can only be the first node.
-	if n.Path != RootPath {
-		if err := ValidatePath(n.Path); err != nil {
+	if path != RootPath {
+		if err := ValidatePath(path); err != nil {
 			return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 		}
+	}
+	if len(data) > inlineDataMax {
+		data = bytes.Clone(data) // kept by reference, beside the record
+	}
+	n := newNode(path, data, &st, ref)
+	if l.last.Exists() && !nodeLess(l.last, n) {
+		// In index order every path is new; out of order, it might repeat one.
+		return fmt.Errorf("%w: %q out of order or twice (after %q)", ErrBadSnapshot, n.Path(), l.last.Path())
 	}
 	l.last = n
 	if l.batch = append(l.batch, n); len(l.batch) == loadBatch {
@@ -225,17 +232,49 @@ func (l *Loader) addNode(d *wire.Decoder) error {
 	return nil
 }
 
+// acl decodes a node's ACL and returns its interned reference. Neighbours mostly share
+// one list, so the list is compared with the last node's before anything is copied.
+func (l *Loader) acl(d *wire.Decoder) *nodeRef {
+	c := d.Count(12)
+	if c == 0 {
+		return nil
+	}
+	same := l.lastACL != nil && len(l.lastACL.list) == c
+	type raw struct{ scheme, id []byte }
+	var first [4]raw
+	entries := first[:0]
+	perms := make([]wire.Perm, 0, 4)
+	for i := range c {
+		p, scheme, id := wire.Perm(d.Int()), d.BufferView(), d.BufferView()
+		if same {
+			a := l.lastACL.list[i]
+			same = a.Perms == p && a.Scheme == string(scheme) && a.ID == string(id)
+		}
+		perms = append(perms, p)
+		entries = append(entries, raw{scheme, id})
+	}
+	if same || d.Err() != nil {
+		return l.lastACL
+	}
+	acl := make([]wire.ACL, c)
+	for i := range acl {
+		acl[i] = wire.ACL{Perms: perms[i], Scheme: string(entries[i].scheme), ID: string(entries[i].id)}
+	}
+	l.lastACL = l.t.acls.intern(acl)
+	return l.lastACL
+}
+
 // flush hands the decoded nodes to the inserter, starting it on the first batch.
 func (l *Loader) flush() {
 	if len(l.batch) == 0 {
 		return
 	}
 	if l.batches == nil {
-		l.batches, l.done = make(chan []*Node, 4), make(chan struct{})
+		l.batches, l.done = make(chan []Node, 4), make(chan struct{})
 		go l.insertLoop()
 	}
 	l.batches <- l.batch
-	l.batch = make([]*Node, 0, loadBatch)
+	l.batch = make([]Node, 0, loadBatch)
 }
 
 // insertLoop links and inserts the batches in order; after an error it drains them.
@@ -249,22 +288,34 @@ func (l *Loader) insertLoop() {
 			l.insertErr = l.link(n)
 		}
 	}
+	if l.insertErr == nil {
+		l.countChildren()
+	}
 }
 
 // link counts n as its parent's child and inserts it.
-func (l *Loader) link(n *Node) error {
-	if n.Path != RootPath {
-		parentPath, _ := splitPath(n.Path)
-		if l.parent == nil || l.parent.Path != parentPath {
-			l.parent = l.t.Get(parentPath)
+func (l *Loader) link(n Node) error {
+	if path := n.Path(); path != RootPath {
+		parentPath, _ := splitPath(path)
+		if !l.parent.Exists() || l.parent.Path() != parentPath {
+			l.countChildren()
+			l.parent, l.children = l.t.Get(parentPath), 0
 		}
-		if l.parent == nil {
-			return fmt.Errorf("%w: %q comes before its parent", ErrBadSnapshot, n.Path)
+		if !l.parent.Exists() {
+			return fmt.Errorf("%w: %q comes before its parent", ErrBadSnapshot, path)
 		}
-		l.parent.numChildren++
+		l.children++
 	}
 	l.t.insert(n)
 	return nil
+}
+
+// countChildren puts the parent whose children have all come back with their number.
+func (l *Loader) countChildren() {
+	if l.children > 0 {
+		l.t.put(l.parent.with(func(st *stat) { st.numChildren = l.children }, nil, false))
+	}
+	l.parent, l.children = Node{}, 0
 }
 
 // wait hands over the last batch and waits for the inserter to finish.
@@ -307,7 +358,7 @@ func (l *Loader) Tree() (*Tree, error) {
 	case int64(l.t.index.Len()) != l.nodes || int64(len(l.t.sessions)) != l.sessions:
 		return nil, fmt.Errorf("%w: %d nodes and %d sessions, header says %d and %d",
 			ErrBadSnapshot, l.t.index.Len(), len(l.t.sessions), l.nodes, l.sessions)
-	case l.t.Get(RootPath) == nil:
+	case !l.t.Get(RootPath).Exists():
 		return nil, fmt.Errorf("%w: no root", ErrBadSnapshot)
 	}
 	l.t.loadQuotas()

@@ -58,7 +58,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		t.Fatalf("indexes not rebuilt: zxid %d count %d eph %d cont %v ttl %v",
 			got.LastZxid(), got.NodeCount(), got.EphemeralCount(), got.Containers(), got.TTLNodes())
 	}
-	if got.Get("/a/b").Data != nil || got.Get("/a/b/c").Data == nil {
+	if got.Get("/a/b").Data() != nil || got.Get("/a/b/c").Data() == nil {
 		t.Fatal("null and empty data must stay distinct")
 	}
 	if s := got.Get("/a").Stat(); s.Cversion != 4 || s.NumChildren != 2 {

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"maps"
 	"slices"
+	"strings"
+	"unsafe"
 
 	"github.com/google/btree"
 
@@ -25,17 +27,24 @@ type Session struct {
 	Password []byte
 }
 
-// entry is a node's place in the index: its path (the node's own string) and the node.
-// Entries are ordered by (parent path, name), so that a node's children are one
+// The index orders nodes by (parent path, name), so that a node's children are one
 // contiguous, sorted range and every parent sorts before its children. The pair is
 // derived from the path on each comparison rather than stored: a B-tree filled by
-// sequential creates is half empty, so every byte of an entry counts twice.
-type entry struct {
-	path string
-	node *Node
+// sequential creates is half empty, so every byte of an item counts twice.
+
+// key returns the (parent, name) pair an index item (a node or a probe) is ordered by.
+func key(n Node) (parent, name string) {
+	path, slash, _ := n.path()
+	switch {
+	case len(path) == 1:
+		return "", "" // the root
+	case slash == 0:
+		return "/", path[1:]
+	}
+	return path[:slash], path[slash+1:]
 }
 
-// indexKey returns the (parent, name) pair an entry is ordered by; the root is ("", "").
+// indexKey returns the (parent, name) pair a path is ordered by; the root is ("", "").
 // A path ending in "/" gives (its parent, ""): the key just before its first child.
 func indexKey(path string) (parent, name string) {
 	if path == RootPath || path == "" {
@@ -44,21 +53,23 @@ func indexKey(path string) (parent, name string) {
 	return splitPath(path)
 }
 
-func entryLess(a, b entry) bool {
-	pa, na := indexKey(a.path)
-	pb, nb := indexKey(b.path)
+func nodeLess(a, b Node) bool {
+	pa, na := key(a)
+	pb, nb := key(b)
 	if pa != pb {
 		return pa < pb
 	}
 	return na < nb
 }
 
-// keyOf returns the index key of an absolute path ("" is the root).
-func keyOf(path string) entry {
+// probe returns the index key of an absolute path ("" is the root): a record of the
+// path alone.
+func probe(path string) Node {
 	if path == "" {
 		path = RootPath
 	}
-	return entry{path: path}
+	b := appendKey(make([]byte, 0, keyLen(path)), path)
+	return Node{rec: unsafe.String(unsafe.SliceData(b), len(b))}
 }
 
 // btreeDegree is the B-tree's branching factor: wide nodes keep lookups shallow and
@@ -74,7 +85,7 @@ const btreeDegree = 32
 // The nodes live in a copy-on-write B-tree of immutable values, so Snapshot is O(1) and
 // the snapshot can be read by another goroutine while the tree keeps changing.
 type Tree struct {
-	index      *btree.BTreeG[entry]
+	index      *btree.BTreeG[Node]
 	ephemerals map[int64]map[string]struct{} // session id -> its ephemeral paths
 	containers map[string]struct{}
 	ttls       map[string]struct{}
@@ -87,7 +98,7 @@ type Tree struct {
 	// hot is the node put last, which Get returns without walking the index: most
 	// writes come in runs under one parent (a create puts its parent last), and a
 	// create looks its parent up first. Only writers, who hold the tree alone, set it.
-	hot *Node
+	hot Node
 
 	// undo holds the inverse of each mutation since Begin, for an atomic multi.
 	undo      []func()
@@ -96,7 +107,7 @@ type Tree struct {
 
 func newTree() *Tree {
 	return &Tree{
-		index:      btree.NewG(btreeDegree, entryLess),
+		index:      btree.NewG(btreeDegree, nodeLess),
 		ephemerals: make(map[int64]map[string]struct{}),
 		containers: make(map[string]struct{}),
 		ttls:       make(map[string]struct{}),
@@ -110,109 +121,109 @@ func newTree() *Tree {
 // with zeroed stats as on a fresh ZooKeeper server.
 func New() *Tree {
 	t := newTree()
-	t.put(&Node{Path: RootPath, Data: []byte{}, acl: openACL, numChildren: 1})
-	t.put(&Node{Path: ProcPath, Data: []byte{}, acl: openACL, numChildren: 2})
-	t.put(&Node{Path: QuotaPath, Data: []byte{}, acl: openACL})
+	t.insert(newNode(RootPath, []byte{}, &stat{numChildren: 1}, openACL))
+	t.insert(newNode(ProcPath, []byte{}, &stat{numChildren: 2}, openACL))
+	t.insert(newNode(QuotaPath, []byte{}, &stat{}, openACL))
 	// ZooKeeper creates /zookeeper/config with aversion -1 and a READ-only ACL.
-	t.put(&Node{Path: ConfigPath, Data: []byte{}, acl: readACL, Aversion: -1})
-	for _, n := range []*Node{t.Get(RootPath), t.Get(ProcPath), t.Get(QuotaPath), t.Get(ConfigPath)} {
-		t.dataSize += int64(len(n.Path) + len(n.Data))
-	}
+	t.insert(newNode(ConfigPath, []byte{}, &stat{aversion: -1}, readACL))
 	return t
 }
 
 // put stores n in the index, replacing the node at its path if there is one.
-func (t *Tree) put(n *Node) {
-	t.index.ReplaceOrInsert(entry{path: n.Path, node: n})
+func (t *Tree) put(n Node) {
+	t.index.ReplaceOrInsert(n)
 	t.hot = n
 }
 
 // insert adds a new node to the index and the secondary indexes.
-func (t *Tree) insert(n *Node) {
+func (t *Tree) insert(n Node) {
 	t.put(n)
 	t.account(n)
 }
 
 // account adds a node just put in the index to the data size and the secondary indexes.
-func (t *Tree) account(n *Node) {
-	t.dataSize += int64(len(n.Path) + len(n.Data))
-	switch n.Kind() {
+// The tables' keys are copies of the path: a key cut from the record would keep every
+// version of the node's data alive.
+func (t *Tree) account(n Node) {
+	st, flags, at := n.decode()
+	path := n.Path()
+	t.dataSize += int64(len(path) + n.dataLen(flags, at))
+	switch kindOf(st.owner) {
 	case Ephemeral:
-		m := t.ephemerals[n.Owner]
+		m := t.ephemerals[st.owner]
 		if m == nil {
 			m = make(map[string]struct{})
-			t.ephemerals[n.Owner] = m
+			t.ephemerals[st.owner] = m
 		}
-		m[n.Path] = struct{}{}
+		m[strings.Clone(path)] = struct{}{}
 	case Container:
-		t.containers[n.Path] = struct{}{}
+		t.containers[strings.Clone(path)] = struct{}{}
 	case TTL:
-		t.ttls[n.Path] = struct{}{}
+		t.ttls[strings.Clone(path)] = struct{}{}
 	}
 }
 
 // remove drops a node from the index and the secondary indexes.
-func (t *Tree) remove(n *Node) {
-	t.index.Delete(keyOf(n.Path))
-	if t.hot != nil && t.hot.Path == n.Path {
-		t.hot = nil
+func (t *Tree) remove(n Node) {
+	path := n.Path()
+	t.index.Delete(probe(path))
+	if t.hot.Exists() && t.hot.Path() == path {
+		t.hot = Node{}
 	}
-	t.dataSize -= int64(len(n.Path) + len(n.Data))
-	switch n.Kind() {
+	st, flags, at := n.decode()
+	t.dataSize -= int64(len(path) + n.dataLen(flags, at))
+	switch kindOf(st.owner) {
 	case Ephemeral:
-		if m := t.ephemerals[n.Owner]; m != nil {
-			delete(m, n.Path)
+		if m := t.ephemerals[st.owner]; m != nil {
+			delete(m, path)
 			if len(m) == 0 {
-				delete(t.ephemerals, n.Owner)
+				delete(t.ephemerals, st.owner)
 			}
 		}
 	case Container:
-		delete(t.containers, n.Path)
+		delete(t.containers, path)
 	case TTL:
-		delete(t.ttls, n.Path)
+		delete(t.ttls, path)
 	}
 }
 
-// Get returns the node at path, or nil. The empty path names the root, as in
+// Get returns the node at path, or the zero Node. The empty path names the root, as in
 // ZooKeeper's DataTree (which keys the root by ""). The node is immutable: it stays
 // valid, describing the node as it was, after the tree changes.
-func (t *Tree) Get(path string) *Node {
-	if h := t.hot; h != nil && h.Path == path {
+func (t *Tree) Get(path string) Node {
+	if h := t.hot; h.Exists() && h.Path() == path {
 		return h
 	}
-	e, ok := t.index.Get(keyOf(path))
-	if !ok {
-		return nil
-	}
-	return e.node
+	n, _ := t.index.Get(probe(path))
+	return n
 }
 
 // Children returns the names of path's children in lexicographic order (ZooKeeper's
 // order is a HashSet's: unspecified; every client sorts), or nil.
 func (t *Tree) Children(path string) []string {
 	n := t.Get(path)
-	if n == nil || n.numChildren == 0 {
+	if !n.Exists() || n.NumChildren() == 0 {
 		return nil
 	}
-	out := make([]string, 0, n.numChildren)
-	t.eachChild(path, func(e entry) {
-		_, name := indexKey(e.path)
+	out := make([]string, 0, n.NumChildren())
+	t.eachChild(path, func(c Node) {
+		_, name := indexKey(c.Path())
 		out = append(out, name)
 	})
 	return out
 }
 
-// eachChild calls fn for each child entry of path, in name order.
-func (t *Tree) eachChild(path string, fn func(entry)) {
+// eachChild calls fn for each child of path, in name order.
+func (t *Tree) eachChild(path string, fn func(Node)) {
 	if path == "" {
 		path = RootPath
 	}
 	// path+"/" keys as (path, ""): just before path's first child (for the root, "//").
-	t.index.AscendGreaterOrEqual(entry{path: path + "/"}, func(e entry) bool {
-		if parent, _ := indexKey(e.path); parent != path {
+	t.index.AscendGreaterOrEqual(probe(path+"/"), func(c Node) bool {
+		if parent, _ := indexKey(c.Path()); parent != path {
 			return false
 		}
-		fn(e)
+		fn(c)
 		return true
 	})
 }
@@ -261,7 +272,7 @@ func (t *Tree) Rollback() {
 }
 
 // replace puts changed in the place of old (same path), recording the undo.
-func (t *Tree) replace(old, changed *Node) {
+func (t *Tree) replace(old, changed Node) {
 	t.put(changed)
 	if t.recording {
 		t.record(func() { t.put(old) })
@@ -270,7 +281,7 @@ func (t *Tree) replace(old, changed *Node) {
 
 // Create adds a node and returns it. The caller has checked that the parent exists and
 // path does not. The parent's child counter and pzxid advance, as in DataTree.createNode.
-func (t *Tree) Create(path string, data []byte, acl []wire.ACL, owner, zxid, time int64) *Node {
+func (t *Tree) Create(path string, data []byte, acl []wire.ACL, owner, zxid, time int64) Node {
 	parentPath, _ := splitPath(path)
 	n, _ := t.CreateChild(t.Get(parentPath), path, data, acl, owner, zxid, time)
 	return n
@@ -281,25 +292,25 @@ func (t *Tree) Create(path string, data []byte, acl []wire.ACL, owner, zxid, tim
 // false. It walks the index twice — the insert, which finds an existing node too, and
 // the parent's update — where looking path up first would take a third walk: creates
 // are the costliest write on a large tree, and most of their cost is these walks.
-func (t *Tree) CreateChild(parent *Node, path string, data []byte, acl []wire.ACL, owner, zxid, time int64) (*Node, bool) {
-	l := parent.acl // children mostly share their parent's list: no lookup then
-	if !slices.Equal(acl, l.list) {
-		l = t.acls.intern(acl)
+func (t *Tree) CreateChild(parent Node, path string, data []byte, acl []wire.ACL, owner, zxid, time int64) (Node, bool) {
+	ref := parent.ref.aclRef() // children mostly share their parent's list: no lookup then
+	if !slices.Equal(acl, ref.acl()) {
+		ref = t.acls.intern(acl)
 	}
-	n := &Node{Path: path, Data: data, acl: l, Czxid: zxid, Mzxid: zxid, Pzxid: zxid, Ctime: time, Mtime: time, Owner: owner}
-	if old, exists := t.index.ReplaceOrInsert(entry{path: path, node: n}); exists {
+	n := newNode(path, data, &stat{czxid: zxid, mzxid: zxid, pzxid: zxid, ctime: time, mtime: time, owner: owner}, ref)
+	if old, exists := t.index.ReplaceOrInsert(n); exists {
 		t.index.ReplaceOrInsert(old) // put it back as it was
-		return old.node, false
+		return old, false
 	}
 	t.account(n)
 	if t.recording {
 		t.record(func() { t.remove(n) })
 	}
-	p := *parent
-	p.childCreates++
-	p.numChildren++
-	p.Pzxid = zxid
-	t.replace(parent, &p)
+	t.replace(parent, parent.with(func(p *stat) {
+		p.childCreates++
+		p.numChildren++
+		p.pzxid = zxid
+	}, nil, false))
 	t.quotaCreated(n)
 	return n, true
 }
@@ -314,42 +325,43 @@ func (t *Tree) Delete(path string, zxid int64) {
 	if t.recording {
 		t.record(func() { t.insert(n) })
 	}
-	p := *parent
-	p.numChildren--
-	p.Pzxid = max(p.Pzxid, zxid)
-	t.replace(parent, &p)
+	t.replace(parent, parent.with(func(p *stat) {
+		p.numChildren--
+		p.pzxid = max(p.pzxid, zxid)
+	}, nil, false))
 	t.quotaDeleted(n)
 }
 
 // SetData replaces a node's data, advances its version, and returns the new node.
-func (t *Tree) SetData(path string, data []byte, zxid, time int64) *Node {
+func (t *Tree) SetData(path string, data []byte, zxid, time int64) Node {
 	return t.SetNodeData(t.Get(path), data, zxid, time)
 }
 
 // SetNodeData is SetData of old, the node now in the tree at its path, which the
 // caller has looked up already: one walk of the index fewer.
-func (t *Tree) SetNodeData(old *Node, data []byte, zxid, time int64) *Node {
-	path := old.Path
-	n := *old
-	n.Data, n.Mzxid, n.Mtime = data, zxid, time
-	n.Version++
-	t.dataSize += int64(len(data) - len(old.Data))
-	t.replace(old, &n)
+func (t *Tree) SetNodeData(old Node, data []byte, zxid, time int64) Node {
+	n := old.with(func(st *stat) {
+		st.mzxid, st.mtime = zxid, time
+		st.version++
+	}, data, true)
+	delta := int64(len(data) - len(old.Data()))
+	t.dataSize += delta
+	t.replace(old, n)
 	if t.recording {
-		t.record(func() { t.dataSize -= int64(len(data) - len(old.Data)) })
+		t.record(func() { t.dataSize -= delta })
 	}
-	t.quotaDataChanged(path, int64(len(data)-len(old.Data)))
-	return &n
+	t.quotaDataChanged(n.Path(), delta)
+	return n
 }
 
 // SetACL replaces a node's ACL, advances its aversion, and returns the new node.
-func (t *Tree) SetACL(path string, acl []wire.ACL) *Node {
+func (t *Tree) SetACL(path string, acl []wire.ACL) Node {
 	old := t.Get(path)
-	n := *old
-	n.acl = t.acls.intern(acl)
-	n.Aversion++
-	t.replace(old, &n)
-	return &n
+	st, flags, at := old.decode()
+	st.aversion++
+	n := newNode(old.Path(), old.data(flags, at), &st, t.acls.intern(acl))
+	t.replace(old, n)
+	return n
 }
 
 // AddSession records a session. Sessions are created by txns so every replica has them.
@@ -413,10 +425,10 @@ func (t *Tree) CountDescendants(path string) int {
 	n := 0
 	var visit func(p string)
 	visit = func(p string) {
-		t.eachChild(p, func(e entry) {
+		t.eachChild(p, func(c Node) {
 			n++
-			if e.node.numChildren > 0 {
-				visit(e.node.Path)
+			if c.NumChildren() > 0 {
+				visit(c.Path())
 			}
 		})
 	}
@@ -426,9 +438,9 @@ func (t *Tree) CountDescendants(path string) int {
 
 // Walk calls fn for every node in index order: every parent before its children,
 // siblings in name order.
-func (t *Tree) Walk(fn func(n *Node)) {
-	t.index.Ascend(func(e entry) bool {
-		fn(e.node)
+func (t *Tree) Walk(fn func(n Node)) {
+	t.index.Ascend(func(n Node) bool {
+		fn(n)
 		return true
 	})
 }
@@ -438,24 +450,21 @@ func (t *Tree) Walk(fn func(n *Node)) {
 // configuration file. Its stat does not change, as ZooKeeper's does not for a
 // static configuration.
 func (t *Tree) SetConfig(data []byte) {
-	t.setConfig(data, func(*Node) {})
+	t.setConfig(data, func(*stat) {})
 }
 
 // ReconfigTo makes data the content of /zookeeper/config as a reconfiguration at
 // zxid does: the node's version, mzxid and mtime change with it.
 func (t *Tree) ReconfigTo(data []byte, zxid, time int64) {
-	t.setConfig(data, func(n *Node) {
-		n.Version++
-		n.Mzxid, n.Mtime = zxid, time
+	t.setConfig(data, func(st *stat) {
+		st.version++
+		st.mzxid, st.mtime = zxid, time
 	})
 	t.SetLastZxid(zxid)
 }
 
-func (t *Tree) setConfig(data []byte, stat func(*Node)) {
+func (t *Tree) setConfig(data []byte, change func(*stat)) {
 	old := t.Get(ConfigPath)
-	changed := *old
-	changed.Data = data
-	stat(&changed)
-	t.dataSize += int64(len(data) - len(old.Data))
-	t.put(&changed)
+	t.dataSize += int64(len(data) - len(old.Data()))
+	t.put(old.with(change, data, true))
 }

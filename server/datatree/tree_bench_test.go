@@ -31,7 +31,7 @@ func BenchmarkGet(b *testing.B) {
 	t, paths := benchTree(100_000)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if t.Get(paths[i%len(paths)]) == nil {
+		if !t.Get(paths[i%len(paths)]).Exists() {
 			b.Fatal("missing")
 		}
 	}
@@ -125,12 +125,12 @@ func BenchmarkSnapshotLoad(b *testing.B) {
 }
 
 // BenchmarkMemoryBreakdown splits the live heap of a tree of 1M znodes of 100 bytes
-// (the benchmark's /bench/d<i/1000>/n<i> layout) into its parts, per znode: the Node
-// struct, its data, its path's bytes (the struct and the index share one string), and
-// the ordered index (the B-tree's nodes: an entry of a path and a pointer per znode).
-// Each part is the heap it adds alone, the slices that hold the parts while they are
-// measured left out; other is what the whole tree adds beyond them. docs/performance.md,
-// "Memory", has the figures.
+// (the benchmark's /bench/d<i/1000>/n<i> layout) into its parts, per znode: the records
+// (each node's path, stat and data in one string) and the ordered index (the B-tree's
+// nodes: an item of a record and an ACL reference per znode). Each part is the heap it
+// adds alone, the slice that holds the records while the index is measured left out;
+// other is what the whole tree adds beyond them. docs/performance.md, "Memory", has the
+// figures.
 func BenchmarkMemoryBreakdown(b *testing.B) {
 	const n = 1_000_000
 	heap := func() int64 {
@@ -152,49 +152,30 @@ func BenchmarkMemoryBreakdown(b *testing.B) {
 			if j%1000 == 0 {
 				t.Create(fmt.Sprintf("/bench/d%d", j/1000), nil, wire.OpenACLUnsafe, 0, int64(j+2), 1)
 			}
-			t.Create(string([]byte(p)), make([]byte, 100), wire.OpenACLUnsafe, 0, int64(j+2), 1)
+			t.Create(p, make([]byte, 100), wire.OpenACLUnsafe, 0, int64(j+2), 1)
 		}
 		total := heap() - base
 		runtime.KeepAlive(t)
 		t = nil
 
-		nodes := make([]*Node, n)
-		datas := make([][]byte, n)
-		own := make([]string, n)
+		nodes := make([]Node, n)
 		base = heap()
 		for j := range nodes {
-			nodes[j] = &Node{}
+			nodes[j] = newNode(paths[j], make([]byte, 100), &stat{czxid: int64(j + 2), ctime: 1}, openACL)
 		}
-		structs := heap() - base
-		runtime.KeepAlive(nodes)
+		records := heap() - base
 		base = heap()
-		for j := range datas {
-			datas[j] = make([]byte, 100)
-		}
-		data := heap() - base
-		runtime.KeepAlive(datas)
-		base = heap()
-		for j := range own {
-			own[j] = string([]byte(paths[j])) // a copy of its own, as a decoded request's
-		}
-		pathBytes := heap() - base
-		runtime.KeepAlive(own)
-		base = heap()
-		index := btree.NewG(btreeDegree, entryLess)
-		for j, p := range own {
-			index.ReplaceOrInsert(entry{path: p, node: nodes[j]})
+		index := btree.NewG(btreeDegree, nodeLess)
+		for _, nd := range nodes {
+			index.ReplaceOrInsert(nd)
 		}
 		indexBytes := heap() - base
 		runtime.KeepAlive(index)
 		runtime.KeepAlive(nodes)
-		runtime.KeepAlive(datas)
-		runtime.KeepAlive(own)
 		runtime.KeepAlive(paths)
-		b.ReportMetric(per(structs), "struct-B/node")
-		b.ReportMetric(per(data), "data-B/node")
-		b.ReportMetric(per(pathBytes), "path-B/node")
+		b.ReportMetric(per(records), "record-B/node")
 		b.ReportMetric(per(indexBytes), "index-B/node")
-		b.ReportMetric(per(total-structs-data-pathBytes-indexBytes), "other-B/node")
+		b.ReportMetric(per(total-records-indexBytes), "other-B/node")
 		b.ReportMetric(per(total), "B/node")
 	}
 }

@@ -124,13 +124,13 @@ func (a *applier) allowed(acl []wire.ACL, perm wire.Perm) bool {
 }
 
 // nodeFor validates path and returns its node, in ZooKeeper's order (BadArguments, NoNode).
-func (a *applier) nodeFor(path string) (*datatree.Node, error) {
+func (a *applier) nodeFor(path string) (datatree.Node, error) {
 	if err := datatree.ValidatePath(path); err != nil {
-		return nil, err
+		return datatree.Node{}, err
 	}
 	n := a.tree.Get(path)
-	if n == nil {
-		return nil, datatree.ErrNoNode
+	if !n.Exists() {
+		return datatree.Node{}, datatree.ErrNoNode
 	}
 	return n, nil
 }

@@ -53,7 +53,7 @@ func (f *fixture) create(path string, flags int32) Result {
 func (f *fixture) stat(path string) wire.Stat {
 	f.t.Helper()
 	n := f.tree.Get(path)
-	if n == nil {
+	if !n.Exists() {
 		f.t.Fatalf("%s does not exist", path)
 	}
 	return n.Stat()
@@ -160,7 +160,7 @@ func TestDeleteSetDataSetACL(t *testing.T) {
 	if r.Stat.Version != 1 || r.Stat.DataLength != 0 || r.Stat.Mzxid != f.zxid || r.Stat.Mtime != 1000*f.zxid {
 		t.Fatalf("setData stat %+v", r.Stat)
 	}
-	if f.tree.Get("/a/b").Data != nil {
+	if f.tree.Get("/a/b").Data() != nil {
 		t.Fatal("null data must stay null")
 	}
 	if !reflect.DeepEqual(r.Events, []Event{{Type: wire.EventNodeDataChanged, Path: "/a/b", ACL: wire.OpenACLUnsafe}}) {
@@ -230,7 +230,7 @@ func TestSessionsAndEphemerals(t *testing.T) {
 		t.Fatalf("ephemeralOwner %x", s.EphemeralOwner)
 	}
 	r := f.do(other, wire.OpCloseSession, wire.Empty{})
-	if r.Err != nil || len(r.Events) != 4 || f.tree.Get("/p/e1") != nil || f.tree.Session(other) != nil {
+	if r.Err != nil || len(r.Events) != 4 || f.tree.Get("/p/e1").Exists() || f.tree.Session(other) != nil {
 		t.Fatalf("close: %+v", r)
 	}
 	if s := f.stat("/p"); s.Cversion != 4 || s.NumChildren != 0 {

@@ -70,7 +70,7 @@ func (a *applier) create(op wire.Op, r *wire.CreateRequest, ttl int64) OpResult 
 		return res
 	}
 	parent := a.tree.Get(parentPath)
-	if parent == nil {
+	if !parent.Exists() {
 		res.Err = datatree.ErrNoNode
 		return res
 	}
@@ -134,7 +134,7 @@ func (a *applier) checkTTL(mode createMode, ttl int64) error {
 // only under a quota; elsewhere CreateChild finds it.
 func (a *applier) checkCreateQuota(path string, data []byte) error {
 	vs := a.tree.CheckQuota(path, int64(len(data)), 1)
-	if len(vs) > 0 && a.tree.Get(path) != nil {
+	if len(vs) > 0 && a.tree.Get(path).Exists() {
 		return datatree.ErrNodeExists
 	}
 	return a.noteQuota(vs)

@@ -26,10 +26,10 @@ func (f *fixture) setQuota(path, limits string) {
 func (f *fixture) quotaStats(path string) string {
 	f.t.Helper()
 	n := f.tree.Get(datatree.QuotaPath + path + "/" + datatree.QuotaStatNode)
-	if n == nil {
+	if !n.Exists() {
 		f.t.Fatalf("no stats node for %s", path)
 	}
-	return string(n.Data)
+	return string(n.Data())
 }
 
 func wantStats(t *testing.T, f *fixture, path, want string) {
@@ -187,9 +187,9 @@ func TestQuotaCreatedInRolledBackMulti(t *testing.T) {
 	if !r.Failed || !errors.Is(r.Multi[3].Err, datatree.ErrQuotaExceeded) {
 		t.Fatalf("multi %+v", r.Multi)
 	}
-	if len(f.tree.Quotas()) != 0 || f.tree.Get(qp) != nil || f.tree.DataSize() != size || f.tree.NodeCount() != count {
+	if len(f.tree.Quotas()) != 0 || f.tree.Get(qp).Exists() || f.tree.DataSize() != size || f.tree.NodeCount() != count {
 		t.Fatalf("rolled-back quota left quotas %v, node %v, size %d (want %d), count %d (want %d)",
-			f.tree.Quotas(), f.tree.Get(qp) != nil, f.tree.DataSize(), size, f.tree.NodeCount(), count)
+			f.tree.Quotas(), f.tree.Get(qp).Exists(), f.tree.DataSize(), size, f.tree.NodeCount(), count)
 	}
 	wantErr(t, f.create("/r/x", 0).Err, nil)
 }

@@ -24,17 +24,17 @@ func (a *applier) delete(r *wire.PathVersionRequest) error {
 		return fmt.Errorf("%w: cannot delete %q", datatree.ErrBadArguments, r.Path)
 	}
 	parent := a.tree.Get(parentPath)
-	if parent == nil {
+	if !parent.Exists() {
 		return datatree.ErrNoNode
 	}
 	if !a.allowed(parent.ACL(), wire.PermDelete) {
 		return datatree.ErrNoAuth
 	}
 	n := a.tree.Get(r.Path)
-	if n == nil {
+	if !n.Exists() {
 		return datatree.ErrNoNode
 	}
-	if err := checkVersion(n.Version, r.Version); err != nil {
+	if err := checkVersion(n.Version(), r.Version); err != nil {
 		return err
 	}
 	if n.NumChildren() > 0 {
@@ -44,7 +44,7 @@ func (a *applier) delete(r *wire.PathVersionRequest) error {
 	return nil
 }
 
-func (a *applier) deleteNode(path string, n *datatree.Node, parentPath string, parent *datatree.Node) {
+func (a *applier) deleteNode(path string, n datatree.Node, parentPath string, parent datatree.Node) {
 	a.tree.Delete(path, a.txn.Zxid)
 	a.emit(wire.EventNodeDeleted, path, n.ACL())
 	a.emit(wire.EventNodeChildrenChanged, parentPath, parent.ACL())
@@ -58,10 +58,10 @@ func (a *applier) setData(r *wire.SetDataRequest) (wire.Stat, error) {
 	if !a.allowed(n.ACL(), wire.PermWrite) {
 		return wire.Stat{}, datatree.ErrNoAuth
 	}
-	if err := a.checkQuota(r.Path, int64(len(r.Data)-len(n.Data)), 0); err != nil {
+	if err := a.checkQuota(r.Path, int64(len(r.Data)-len(n.Data())), 0); err != nil {
 		return wire.Stat{}, err
 	}
-	if err := checkVersion(n.Version, r.Version); err != nil {
+	if err := checkVersion(n.Version(), r.Version); err != nil {
 		return wire.Stat{}, err
 	}
 	n = a.tree.SetNodeData(n, r.Data, a.txn.Zxid, a.txn.Time)
@@ -79,13 +79,13 @@ func (a *applier) setACL(r *wire.SetACLRequest) (wire.Stat, error) {
 		return wire.Stat{}, err
 	}
 	n := a.tree.Get(r.Path)
-	if n == nil {
+	if !n.Exists() {
 		return wire.Stat{}, datatree.ErrNoNode
 	}
 	if !a.allowed(n.ACL(), wire.PermAdmin) {
 		return wire.Stat{}, datatree.ErrNoAuth
 	}
-	if err := checkVersion(n.Aversion, r.Version); err != nil {
+	if err := checkVersion(n.Aversion(), r.Version); err != nil {
 		return wire.Stat{}, err
 	}
 	return a.tree.SetACL(r.Path, acl).Stat(), nil
@@ -99,7 +99,7 @@ func (a *applier) check(r *wire.PathVersionRequest) error {
 	if !a.allowed(n.ACL(), wire.PermRead) {
 		return datatree.ErrNoAuth
 	}
-	return checkVersion(n.Version, r.Version)
+	return checkVersion(n.Version(), r.Version)
 }
 
 // closeSession deletes the session's ephemerals, each firing watches as a delete would,
@@ -116,7 +116,7 @@ func (a *applier) closeSession(id int64) {
 // it from a scan; the node is checked again here, since it may have changed since.
 func (a *applier) deleteContainer(path string) error {
 	n := a.tree.Get(path)
-	if n == nil {
+	if !n.Exists() {
 		return datatree.ErrNoNode
 	}
 	if n.NumChildren() > 0 {
@@ -125,7 +125,7 @@ func (a *applier) deleteContainer(path string) error {
 	switch n.Kind() {
 	case datatree.Container:
 	case datatree.TTL:
-		if a.txn.Time-n.Mtime <= n.TTL() {
+		if a.txn.Time-n.Mtime() <= n.TTL() {
 			return fmt.Errorf("%w: ttl of %q not expired", datatree.ErrBadArguments, path)
 		}
 	default:

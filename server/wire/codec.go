@@ -187,6 +187,18 @@ func (d *Decoder) Buffer() []byte {
 	return b
 }
 
+// BufferView is Buffer without the copy: the bytes are the decoder's input, valid only
+// while it is. Null (-1) reads as nil.
+func (d *Decoder) BufferView() []byte {
+	n := d.length()
+	if n < 0 || d.err != nil {
+		return nil
+	}
+	b := d.buf[d.off : d.off+n : d.off+n]
+	d.off += n
+	return b
+}
+
 // String reads a length-prefixed string; null (-1), which kazoo sends for empty strings, reads as "".
 func (d *Decoder) String() string {
 	n := d.length()
