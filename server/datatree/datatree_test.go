@@ -179,7 +179,7 @@ func TestGetAfterEveryChange(t *testing.T) {
 	check := func(step string) {
 		t.Helper()
 		for _, p := range paths {
-			want, _ := tr.index.Get(probe(p))
+			want, _ := tr.index.Get(keyOfPath(p))
 			if got := tr.Get(p); got != want {
 				t.Fatalf("after %s: Get(%q) = %+v, the index holds %+v", step, p, got, want)
 			}

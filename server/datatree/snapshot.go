@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/google/btree"
-
 	"github.com/paddock/paddock/server/wire"
 )
 
@@ -20,7 +18,7 @@ var ErrBadSnapshot = errors.New("datatree: bad snapshot")
 // that, Records may run on another goroutine while the tree keeps changing.
 type Snapshot struct {
 	Zxid     int64
-	index    *btree.BTreeG[Node]
+	index    *index
 	sessions []*Session
 }
 

@@ -5,9 +5,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"unsafe"
-
-	"github.com/google/btree"
 
 	"github.com/paddock/paddock/server/wire"
 )
@@ -53,28 +50,7 @@ func indexKey(path string) (parent, name string) {
 	return splitPath(path)
 }
 
-func nodeLess(a, b Node) bool {
-	pa, na := key(a)
-	pb, nb := key(b)
-	if pa != pb {
-		return pa < pb
-	}
-	return na < nb
-}
-
-// probe returns the index key of an absolute path ("" is the root): a record of the
-// path alone.
-func probe(path string) Node {
-	if path == "" {
-		path = RootPath
-	}
-	b := appendKey(make([]byte, 0, keyLen(path)), path)
-	return Node{rec: unsafe.String(unsafe.SliceData(b), len(b))}
-}
-
-// btreeDegree is the B-tree's branching factor: wide nodes keep lookups shallow and
-// copy-on-write copies few.
-const btreeDegree = 32
+func nodeLess(a, b Node) bool { return keyOfNode(a).compare(b) < 0 }
 
 // Tree is the znode tree plus the session and ephemeral tables that live with it.
 //
@@ -85,7 +61,7 @@ const btreeDegree = 32
 // The nodes live in a copy-on-write B-tree of immutable values, so Snapshot is O(1) and
 // the snapshot can be read by another goroutine while the tree keeps changing.
 type Tree struct {
-	index      *btree.BTreeG[Node]
+	index      *index
 	ephemerals map[int64]map[string]struct{} // session id -> its ephemeral paths
 	containers map[string]struct{}
 	ttls       map[string]struct{}
@@ -107,7 +83,7 @@ type Tree struct {
 
 func newTree() *Tree {
 	return &Tree{
-		index:      btree.NewG(btreeDegree, nodeLess),
+		index:      newIndex(),
 		ephemerals: make(map[int64]map[string]struct{}),
 		containers: make(map[string]struct{}),
 		ttls:       make(map[string]struct{}),
@@ -166,7 +142,7 @@ func (t *Tree) account(n Node) {
 // remove drops a node from the index and the secondary indexes.
 func (t *Tree) remove(n Node) {
 	path := n.Path()
-	t.index.Delete(probe(path))
+	t.index.Delete(keyOfPath(path))
 	if t.hot.Exists() && t.hot.Path() == path {
 		t.hot = Node{}
 	}
@@ -194,7 +170,7 @@ func (t *Tree) Get(path string) Node {
 	if h := t.hot; h.Exists() && h.Path() == path {
 		return h
 	}
-	n, _ := t.index.Get(probe(path))
+	n, _ := t.index.Get(keyOfPath(path))
 	return n
 }
 
@@ -218,8 +194,8 @@ func (t *Tree) eachChild(path string, fn func(Node)) {
 	if path == "" {
 		path = RootPath
 	}
-	// path+"/" keys as (path, ""): just before path's first child (for the root, "//").
-	t.index.AscendGreaterOrEqual(probe(path+"/"), func(c Node) bool {
+	// (path, "") is just before path's first child.
+	t.index.AscendGreaterOrEqual(ikey{parent: path}, func(c Node) bool {
 		if parent, _ := indexKey(c.Path()); parent != path {
 			return false
 		}

@@ -1,0 +1,197 @@
+package datatree
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// indexModel is what an index must hold: paths by key, compared by sorting.
+type indexModel map[string]Node
+
+func (m indexModel) sorted() []Node {
+	out := make([]Node, 0, len(m))
+	for _, n := range m {
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b Node) int { return keyOfNode(a).compare(b) })
+	return out
+}
+
+func collect(x *index) []Node {
+	var out []Node
+	x.Ascend(func(n Node) bool { out = append(out, n); return true })
+	return out
+}
+
+// checkIndex checks x against m: order, length, lookups, a range scan, and the B-tree's
+// shape (every leaf at one depth, no node over maxItems or empty but the root).
+func checkIndex(t *testing.T, step string, x *index, m indexModel, r *rand.Rand) {
+	t.Helper()
+	want := m.sorted()
+	if got := collect(x); !slices.Equal(got, want) || x.Len() != len(want) {
+		t.Fatalf("%s: index holds %d nodes (Len %d), want %d, or out of order", step, len(got), x.Len(), len(want))
+	}
+	for _, n := range want {
+		if got, ok := x.Get(keyOfPath(n.Path())); !ok || got != n {
+			t.Fatalf("%s: Get(%q) = %q, %v", step, n.Path(), got.rec, ok)
+		}
+	}
+	if len(want) > 0 {
+		from := want[r.IntN(len(want))]
+		var got []Node
+		x.AscendGreaterOrEqual(keyOfPath(from.Path()), func(n Node) bool { got = append(got, n); return true })
+		i := slices.Index(want, from)
+		if !slices.Equal(got, want[i:]) {
+			t.Fatalf("%s: AscendGreaterOrEqual(%q) gave %d nodes, want %d", step, from.Path(), len(got), len(want)-i)
+		}
+	}
+	depth := -1
+	var walk func(b *bnode, d int, root bool)
+	walk = func(b *bnode, d int, root bool) {
+		if len(b.items) > maxItems || (!root && len(b.items) == 0) {
+			t.Fatalf("%s: a node of %d items", step, len(b.items))
+		}
+		if b.children == nil {
+			if depth == -1 {
+				depth = d
+			} else if depth != d {
+				t.Fatalf("%s: leaves at depths %d and %d", step, depth, d)
+			}
+			return
+		}
+		if len(b.children) != len(b.items)+1 {
+			t.Fatalf("%s: %d items, %d children", step, len(b.items), len(b.children))
+		}
+		for _, c := range b.children {
+			walk(c, d+1, false)
+		}
+	}
+	if x.root != nil {
+		walk(x.root, 0, true)
+	}
+}
+
+// TestIndexRandomized runs inserts (appends in order and at random), replaces and
+// deletes against a model, cloning now and then: each clone must keep what it held
+// while the original and the later clones change.
+func TestIndexRandomized(t *testing.T) {
+	for seed := range uint64(6) {
+		r := rand.New(rand.NewPCG(seed, 7))
+		x, m := newIndex(), indexModel{}
+		type frozen struct {
+			x    *index
+			want []Node
+		}
+		var clones []frozen
+		seq := 0
+		for step := range 8000 {
+			var path string
+			switch r.IntN(5) {
+			case 0: // appends under one parent, as sequential znodes
+				seq++
+				path = fmt.Sprintf("/s/n%08d", seq)
+			case 4: // a run in order in the middle of the index, before the one above
+				seq++
+				path = fmt.Sprintf("/s/m%08d", seq)
+			case 1:
+				path = fmt.Sprintf("/p%d/c%d", r.IntN(8), r.IntN(200))
+			default:
+				path = fmt.Sprintf("/p%d", r.IntN(300))
+			}
+			if r.IntN(3) == 0 { // delete something there is, or not
+				if len(m) > 0 && r.IntN(4) > 0 {
+					for path = range m { // an arbitrary one
+						break
+					}
+				}
+				_, had := m[path]
+				got, ok := x.Delete(keyOfPath(path))
+				if ok != had || (ok && got != m[path]) {
+					t.Fatalf("seed %d step %d: Delete(%q) = %v, model has it: %v", seed, step, path, ok, had)
+				}
+				delete(m, path)
+			} else {
+				n := newNode(path, []byte(fmt.Sprint(step)), &stat{czxid: int64(step)}, openACL)
+				old, replaced := x.ReplaceOrInsert(n)
+				if prev, had := m[path]; replaced != had || old != prev {
+					t.Fatalf("seed %d step %d: ReplaceOrInsert(%q) replaced %v, model had it: %v", seed, step, path, replaced, had)
+				}
+				m[path] = n
+			}
+			if step%500 == 0 {
+				clones = append(clones, frozen{x.Clone(), m.sorted()})
+			}
+			if step%2000 == 1999 {
+				checkIndex(t, fmt.Sprintf("seed %d step %d", seed, step), x, m, r)
+			}
+		}
+		for i, c := range clones {
+			if got := collect(c.x); !slices.Equal(got, c.want) {
+				t.Fatalf("seed %d: clone %d changed: %d nodes, had %d", seed, i, len(got), len(c.want))
+			}
+		}
+		// Empty it: the root goes back to a leaf.
+		for _, n := range m.sorted() {
+			if _, ok := x.Delete(keyOfPath(n.Path())); !ok {
+				t.Fatalf("seed %d: %q not deleted", seed, n.Path())
+			}
+			delete(m, n.Path())
+		}
+		checkIndex(t, fmt.Sprintf("seed %d emptied", seed), x, m, r)
+	}
+}
+
+// TestIndexAppendsFill: nodes appended in order fill their B-tree nodes, where a split
+// in the middle would leave them half empty.
+func TestIndexAppendsFill(t *testing.T) {
+	x := newIndex()
+	const n = 100_000
+	for i := range n {
+		x.ReplaceOrInsert(newNode(fmt.Sprintf("/q/n%08d", i), nil, &stat{}, openACL))
+	}
+	nodes := 0
+	var walk func(b *bnode)
+	walk = func(b *bnode) {
+		nodes++
+		for _, c := range b.children {
+			walk(c)
+		}
+	}
+	walk(x.root)
+	if fill := float64(n) / float64(nodes*maxItems); fill < 0.95 {
+		t.Fatalf("%d appends fill %d B-tree nodes %.0f %%", n, nodes, fill*100)
+	}
+}
+
+// TestIndexDeleteDeep deletes most of a three-level index in random order — items of
+// inner nodes, steals and merges at every level — while a clone taken before keeps all.
+func TestIndexDeleteDeep(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	x, m := newIndex(), indexModel{}
+	for i := range 50_000 {
+		n := newNode(fmt.Sprintf("/d%d/n%06d", i%3, i), nil, &stat{}, openACL)
+		x.ReplaceOrInsert(n)
+		m[n.Path()] = n
+	}
+	if x.root.children == nil || x.root.children[0].children == nil {
+		t.Fatal("the index is not three levels deep")
+	}
+	before := m.sorted()
+	clone := x.Clone()
+	order := r.Perm(len(before))
+	for j, i := range order[:45_000] {
+		path := before[i].Path()
+		if _, ok := x.Delete(keyOfPath(path)); !ok {
+			t.Fatalf("%q not deleted", path)
+		}
+		delete(m, path)
+		if j%15_000 == 14_999 {
+			checkIndex(t, fmt.Sprintf("after %d deletes", j+1), x, m, r)
+		}
+	}
+	if got := collect(clone); !slices.Equal(got, before) {
+		t.Fatalf("the clone changed: %d nodes, had %d", len(got), len(before))
+	}
+}
