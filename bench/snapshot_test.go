@@ -400,10 +400,7 @@ func (sb *sideBySide) writeThroughSnapshot(c *contestant, s *snapshotSection, ro
 	if err := pr.err(); err != nil {
 		sb.warnf("snapshot: write load: %v", err)
 	}
-	for _, w := range workers {
-		s.writes = append(s.writes, w.samples...)
-	}
-	slices.SortFunc(s.writes, func(a, b latencySample) int { return int(a.at - b.at) })
+	s.writes = timelineOf(workers)
 	s.snaps = s.snapshotEvents(time.Time{})
 	sb.logf("snapshot: %d writes measured in %v; snapshots %v", len(s.writes),
 		s.measureEnd.Sub(s.measureStart).Round(100*time.Millisecond), s.snaps)
