@@ -34,37 +34,18 @@ import (
 // The goals of issue 19: the leader's RSS during its snapshot stays under the tree's
 // size × 1.3, and the write p99 during the snapshots within 2× the p99 outside them.
 func BenchmarkSnapshotUnderLoad(b *testing.B) {
-	sp, p := fullSnapPlan(), fullPlan()
-	if os.Getenv("PADDOCK_BENCH_QUICK") != "" {
-		sp, p = quickSnapPlan(), quickPlan()
-	}
-	sb := newSideBySide(b, p)
+	sb := newBench(b)
+	sp := choose(sb.p.quick, quickSnapPlan, fullSnapPlan)
 	start := time.Now()
 	s := sb.snapshotUnderLoad(sp)
 	s.elapsed = time.Since(start)
 	section := s.report()
-	fmt.Printf("\n%s\n", section)
 	samples := filepath.Join(os.TempDir(), "paddock-bench-snapshot-rss.csv")
 	if err := os.WriteFile(samples, []byte(s.samplesCSV()), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	fmt.Println("the RSS samples are in", samples)
-	if sp.quick {
-		out := filepath.Join(os.TempDir(), "paddock-bench-snapshot-quick.md")
-		if err := os.WriteFile(out, []byte(section), 0o644); err != nil {
-			b.Fatal(err)
-		}
-		fmt.Println("the section is in", out)
-		return
-	}
-	old, err := os.ReadFile("results.md")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile("results.md", []byte(spliceSection(string(old), snapshotHeading, section)), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	fmt.Println("the section is in results.md")
+	sb.writeSection(snapshotHeading, section, sp.quick, "paddock-bench-snapshot-quick.md")
 }
 
 // snapPlan says how much BenchmarkSnapshotUnderLoad runs.
