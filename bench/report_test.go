@@ -50,7 +50,7 @@ func (sb *sideBySide) report(table string) string {
 
 // keptSections are the sections of results.md that benchmarks of their own write
 // (BenchmarkSnapshotUnderLoad, BenchmarkMemory): BenchmarkSideBySide keeps them as they were.
-var keptSections = []string{snapshotHeading}
+var keptSections = []string{snapshotHeading, memoryHeading}
 
 // keepSections returns report with the kept sections of old in it.
 func keepSections(report, old string) string {

@@ -466,15 +466,7 @@ func (e snapEvent) String() string {
 // snapshotFileSize returns the size of the member's latest snapshot file
 // (data/raft/snap/snapshot.<Raft index, 16 hex digits>), or 0 if it has none.
 func snapshotFileSize(m member) int64 {
-	files, _ := filepath.Glob(filepath.Join(filepath.Dir(m.logPath), "data", "raft", "snap", "snapshot.????????????????"))
-	if len(files) == 0 {
-		return 0
-	}
-	slices.Sort(files)
-	if fi, err := os.Stat(files[len(files)-1]); err == nil {
-		return fi.Size()
-	}
-	return 0
+	return snapshotsIn(filepath.Join(filepath.Dir(m.logPath), "data")).newest
 }
 
 // samplesCSV renders the RSS samples, one line each: seconds into the measurement, each
@@ -517,18 +509,7 @@ func (s *snapshotSection) during() []interval {
 			ivs = append(ivs, interval{e.start, e.end})
 		}
 	}
-	slices.SortFunc(ivs, func(a, b interval) int { return a.start.Compare(b.start) })
-	var out []interval
-	for _, iv := range ivs {
-		if n := len(out); n > 0 && !iv.start.After(out[n-1].end) {
-			if iv.end.After(out[n-1].end) {
-				out[n-1].end = iv.end
-			}
-			continue
-		}
-		out = append(out, iv)
-	}
-	return out
+	return mergeIntervals(ivs)
 }
 
 // outside returns the spans of the measurement outside ivs.
