@@ -986,6 +986,19 @@ func TestSpliceSection(t *testing.T) {
 	}
 }
 
+// TestKeepSections: the comparison's report, rewritten, keeps the snapshot and memory
+// sections of the old results.md, in that order, before the reading notes.
+func TestKeepSections(t *testing.T) {
+	old := "# T\n\n## Results\n\nold\n\n" + snapshotHeading + "\n\nsnap\n\n" + memoryHeading + "\n\nmem\n\n" +
+		"## Reading these numbers\n\nr\n"
+	report := "# T\n\n## Results\n\nnew\n\n## Reading these numbers\n\nr\n"
+	want := "# T\n\n## Results\n\nnew\n\n" + snapshotHeading + "\n\nsnap\n\n" + memoryHeading + "\n\nmem\n\n" +
+		"## Reading these numbers\n\nr\n"
+	if got := keepSections(report, old); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
 func TestParseSnapshotWritten(t *testing.T) {
 	e, ok := parseSnapshotWritten(`time=2026-11-27T04:05:06.789Z level=INFO msg="snapshot written" index=10003 took=1.234s`)
 	want := time.Date(2026, 11, 27, 4, 5, 6, 789e6, time.UTC)
