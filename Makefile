@@ -25,7 +25,7 @@ FUZZ_TARGETS := \
 	./server/quorum:FuzzPeerFrames \
 	./server/quorum:FuzzCheckedRaft
 
-.PHONY: run build test deps check vet fmt-check bench bench-micro bench-compare bench-ensemble bench-snapshot fuzz lint clean
+.PHONY: run build test deps check vet fmt-check bench bench-micro bench-compare bench-ensemble bench-snapshot bench-memory fuzz lint clean
 
 ## run: build paddock and run the whole platform on the embedded default (paddock up:
 ## a standalone server with data under DATA_DIR, clients on CLIENT_ADDR, the admin
@@ -60,11 +60,12 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 ## bench: the Go micro-benchmarks, with allocations, then paddock and Apache ZooKeeper 3.8
-## side by side (bench-compare), then a snapshot under a write load (bench-snapshot).
-bench: bench-micro bench-compare bench-snapshot
+## side by side (bench-compare), then a snapshot under a write load (bench-snapshot), then
+## large trees' memory, restarts and collections (bench-memory).
+bench: bench-micro bench-compare bench-snapshot bench-memory
 
 bench-micro:
-	$(GO) test -run '^$$' -bench . -skip '^Benchmark(SideBySide|Ensemble|SnapshotUnderLoad)$$' -benchmem ./...
+	$(GO) test -run '^$$' -bench . -skip '^Benchmark(SideBySide|Ensemble|SnapshotUnderLoad|Memory)$$' -benchmem ./...
 
 ## bench-compare: both servers as processes on this machine, the same client and settings,
 ## every workload alternately on each, then a 3-member ensemble of each (writes and reads,
@@ -85,6 +86,15 @@ bench-ensemble: deps
 ## the section in $TMPDIR).
 bench-snapshot:
 	PADDOCK_BENCH_QUICK=$(QUICK) $(GO) test -run '^$$' -bench '^BenchmarkSnapshotUnderLoad$$' -benchtime 1x -timeout 30m ./bench/
+
+## bench-memory: each server, one at a time, loaded with 1,000,000 znodes of 100 B (under one
+## parent, and 1,000 to a parent) and 10,000,000 of 50 B: RSS, peak RSS, live heap and bytes per
+## znode, load rate, snapshot files, restart after kill -9; ZooKeeper from -Xmx1000m up to the
+## heap that holds the tree; then paddock's write p99.9 during collection cycles against outside
+## them. Writes its section of bench/results.md (QUICK=1: a tenth of the znodes, the section in
+## $TMPDIR).
+bench-memory: deps
+	PADDOCK_BENCH_QUICK=$(QUICK) $(GO) test -run '^$$' -bench '^BenchmarkMemory$$' -benchtime 1x -timeout 120m ./bench/
 
 ## fuzz: run each fuzz target for FUZZTIME (the seed corpora run in `make test`).
 fuzz:

@@ -18,6 +18,7 @@ const (
 	UnitDuration             // nanoseconds, printed in ms or s
 	UnitBytes                // printed in MiB
 	UnitCount
+	UnitSmallBytes // bytes, printed as they are: a size per znode
 )
 
 // Goal is what paddock must achieve on a metric, compared with ZooKeeper.
@@ -25,12 +26,21 @@ type Goal int
 
 // Goals of the comparison.
 const (
-	GoalNone        Goal = iota // informational
-	GoalTwiceAsHigh             // paddock ≥ 2 × ZooKeeper (throughput)
-	GoalHalfOrLess              // paddock ≤ ½ × ZooKeeper (latency, memory)
-	GoalLower                   // paddock < ZooKeeper
-	GoalUnder3s                 // paddock < 3 s, whatever ZooKeeper does
-	GoalZero                    // both 0 (errors)
+	GoalNone          Goal = iota // informational
+	GoalTwiceAsHigh               // paddock ≥ 2 × ZooKeeper (throughput)
+	GoalHalfOrLess                // paddock ≤ ½ × ZooKeeper (latency, memory)
+	GoalLower                     // paddock < ZooKeeper
+	GoalUnder3s                   // paddock < 3 s, whatever ZooKeeper does
+	GoalZero                      // both 0 (errors)
+	GoalQuarterOrLess             // paddock ≤ ¼ × ZooKeeper (memory)
+	GoalUnder2GB                  // paddock ≤ 2 GB (10⁹ bytes), whatever ZooKeeper does
+	GoalUnder15s                  // paddock ≤ 15 s, whatever ZooKeeper does
+)
+
+// The absolute limits of GoalUnder2GB and GoalUnder15s.
+const (
+	limit2GB = 2e9
+	limit15s = float64(15 * time.Second)
 )
 
 func (g Goal) String() string {
@@ -45,6 +55,12 @@ func (g Goal) String() string {
 		return "paddock < 3 s"
 	case GoalZero:
 		return "0"
+	case GoalQuarterOrLess:
+		return "≤ ¼"
+	case GoalUnder2GB:
+		return "paddock ≤ 2 GB"
+	case GoalUnder15s:
+		return "paddock ≤ 15 s"
 	}
 	return ""
 }
@@ -101,6 +117,8 @@ func (r Row) MetPaired() (met, ok bool) {
 		return q >= 2, true
 	case GoalHalfOrLess:
 		return q <= 0.5, true
+	case GoalQuarterOrLess:
+		return q <= 0.25, true
 	case GoalLower:
 		return q < 1, true
 	}
@@ -120,6 +138,12 @@ func (r Row) Met() (met, ok bool) {
 		return r.Paddock > 0 && r.Paddock < float64(3*time.Second), true
 	case GoalZero:
 		return r.Paddock == 0 && r.ZooKeeper == 0, true
+	case GoalQuarterOrLess:
+		return r.Paddock <= r.ZooKeeper/4 && r.ZooKeeper > 0, true
+	case GoalUnder2GB:
+		return r.Paddock > 0 && r.Paddock <= limit2GB, true
+	case GoalUnder15s:
+		return r.Paddock > 0 && r.Paddock <= limit15s, true
 	}
 	return false, false
 }
@@ -137,6 +161,12 @@ func (r Row) Shortfall() string {
 		return fmt.Sprintf("%s: %.0f %% short of 2×", formatRatio(q), 100*(1-q/2))
 	case GoalHalfOrLess:
 		return fmt.Sprintf("%s: %.0f %% above half of ZooKeeper's", formatRatio(q), 100*(q/0.5-1))
+	case GoalQuarterOrLess:
+		return fmt.Sprintf("%s: %.0f %% above a quarter of ZooKeeper's", formatRatio(q), 100*(q/0.25-1))
+	case GoalUnder2GB:
+		return fmt.Sprintf("%s: %.0f %% above 2 GB", FormatValue(r.Paddock, r.Unit), 100*(r.Paddock/limit2GB-1))
+	case GoalUnder15s:
+		return fmt.Sprintf("%s, not within 15 s", FormatValue(r.Paddock, r.Unit))
 	case GoalLower:
 		return fmt.Sprintf("%s: not below ZooKeeper's", formatRatio(q))
 	case GoalUnder3s:
@@ -174,6 +204,8 @@ func FormatValue(v float64, u Unit) string {
 		return ms(time.Duration(v))
 	case UnitBytes:
 		return fmt.Sprintf("%.0f MiB", v/(1<<20))
+	case UnitSmallBytes:
+		return fmt.Sprintf("%.0f B", v)
 	}
 	return thousands(int64(math.Round(v)))
 }

@@ -43,6 +43,14 @@ func TestGoals(t *testing.T) {
 		{GoalUnder3s, 0, 2999 * ms, true},
 		{GoalUnder3s, 0, 3000 * ms, false},
 		{GoalUnder3s, 0, 0, false}, // no measurement is not a pass
+		{GoalQuarterOrLess, 400, 100, true},
+		{GoalQuarterOrLess, 400, 101, false},
+		{GoalQuarterOrLess, 0, 0, false},
+		{GoalUnder2GB, math.NaN(), 2e9, true}, // ZooKeeper could not hold them: no matter
+		{GoalUnder2GB, 0, 2e9 + 1, false},
+		{GoalUnder2GB, 0, 0, false},
+		{GoalUnder15s, 0, 15000 * ms, true},
+		{GoalUnder15s, 0, 15001 * ms, false},
 		{GoalZero, 0, 0, true},
 		{GoalZero, 1, 0, false},
 	} {
@@ -117,6 +125,10 @@ func TestShortfall(t *testing.T) {
 		{NewRow("set p99", UnitDuration, GoalHalfOrLess, []float64{4e6}, []float64{2e6}), ""},
 		{NewRow("restart", UnitDuration, GoalUnder3s, []float64{4e9}, []float64{3.5e9}), "3.50 s, not under 3 s"},
 		{NewRow("RSS", UnitBytes, GoalNone, []float64{1}, []float64{2}), ""},
+		{NewRow("RSS", UnitBytes, GoalQuarterOrLess, []float64{800}, []float64{400}), "0.50×: 100 % above a quarter of ZooKeeper's"},
+		{NewRow("RSS", UnitBytes, GoalUnder2GB, nil, []float64{3e9}), "2861 MiB: 50 % above 2 GB"},
+		{NewRow("restart", UnitDuration, GoalUnder15s, nil, []float64{20e9}), "20.00 s, not within 15 s"},
+		{NewRow("heap per znode", UnitSmallBytes, GoalNone, []float64{450}, []float64{300}), ""},
 	} {
 		if got := c.row.Shortfall(); got != c.want {
 			t.Errorf("%s %v vs %v: Shortfall() = %q, want %q", c.row.Metric, c.row.Paddock, c.row.ZooKeeper, got, c.want)

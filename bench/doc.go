@@ -1,7 +1,10 @@
 // Package bench is a load generator for ZooKeeper-protocol servers and ensembles, behind
 // `paddock bench`, and the side-by-side comparison of paddock with Apache ZooKeeper that
 // `make bench` runs, standalone and as 3-member ensembles (sidebyside_test.go,
-// ensemble_test.go; the tables it writes are results.md).
+// ensemble_test.go), then a snapshot of a large tree under a write load
+// (snapshot_test.go), then each server's memory, snapshot files and restart with trees
+// of 1 and 10 million znodes, and paddock's write tail during garbage collection
+// (memory_test.go, gctail_test.go). The tables they write are results.md.
 //
 // # Client
 //
@@ -48,7 +51,10 @@
 // percentiles are the upper edge of the bucket holding the exact rank, so they are never
 // below the true value and are ordered p50 ≤ p99 ≤ p99.9 ≤ max. Issuing, writing,
 // parsing and recording a request allocate nothing (TestHotPathDoesNotAllocate).
-// Paths are encoded straight into the write buffer.
+// Paths are encoded straight into the write buffer. A driver that needs to know when each
+// request ran (the snapshot and garbage-collection benchmarks split the writes by what
+// the server was doing meanwhile) sets Config.timeline: every measured request's reply
+// time and latency are then also kept, an append per reply.
 //
 // # Workloads
 //

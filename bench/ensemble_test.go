@@ -21,18 +21,14 @@ import (
 // table and writes a report to the temporary directory, never to results.md, which only
 // the full BenchmarkSideBySide writes. The Go micro-benchmarks skip it.
 func BenchmarkEnsemble(b *testing.B) {
-	p := fullPlan()
-	if os.Getenv("PADDOCK_BENCH_QUICK") != "" {
-		p = quickPlan()
-	}
-	sb := newSideBySide(b, p)
+	sb := newBench(b)
 	start := time.Now()
 	sb.ensembles()
 	sb.elapsed = time.Since(start)
 	table := MarkdownTable(sb.ens.rows())
 	fmt.Printf("\n%s, %s (%s)\n\n%s\n%s\n", ensembleTitle, sb.p.name, sb.elapsed.Round(time.Second), table, sb.ens.goalLine())
 	out := filepath.Join(os.TempDir(), "paddock-bench-ensemble.md")
-	if p.quick {
+	if sb.p.quick {
 		out = filepath.Join(os.TempDir(), "paddock-bench-ensemble-quick.md")
 	}
 	if err := os.WriteFile(out, []byte(sb.ensembleOnlyReport()), 0o644); err != nil {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -69,6 +70,10 @@ type Config struct {
 	// measureHook, if not nil, is called just before the measured phase starts (true) and
 	// just after it ends (false), for the side-by-side driver to sample CPU times.
 	measureHook func(begin bool)
+	// timeline keeps every measured request's completion time and latency in
+	// Result.samples, for a driver that splits them by what the server was doing
+	// meanwhile. It costs an append per reply, so only the drivers that need it set it.
+	timeline bool
 	// fanoutWritePath, for tests, makes the fanout writer change this node (relative to
 	// the run's root) instead of the watched one, so that no watch fires.
 	fanoutWritePath string
@@ -232,6 +237,17 @@ type worker struct {
 // latencySample is one measured request: when its reply was read and how long it took,
 // in nanotime nanoseconds.
 type latencySample struct{ at, latency int64 }
+
+// timelineOf returns the samples the workers kept, in the order of their replies'
+// arrival, or nil if they kept none.
+func timelineOf(workers []*worker) []latencySample {
+	var out []latencySample
+	for _, w := range workers {
+		out = append(out, w.samples...)
+	}
+	slices.SortFunc(out, func(a, b latencySample) int { return cmp.Compare(a.at, b.at) })
+	return out
+}
 
 // phase is one pass of a generator over a range of op indices on every live worker.
 type phase struct {
@@ -517,7 +533,8 @@ func (r *opsRun) prepare(ctx context.Context, what string, g generator, n int64)
 // measure runs the measured phase: Ops operations, or for Duration.
 func (r *opsRun) measure(gen generator, next *atomic.Int64) {
 	cfg := r.cfg
-	p := &phase{name: "measure", gen: gen, next: next, end: math.MaxInt64, window: cfg.Outstanding, record: true}
+	p := &phase{name: "measure", gen: gen, next: next, end: math.MaxInt64, window: cfg.Outstanding, record: true,
+		timeline: cfg.timeline}
 	if cfg.Ops > 0 {
 		p.end = next.Load() + cfg.Ops
 	} else {
@@ -530,6 +547,7 @@ func (r *opsRun) measure(gen generator, next *atomic.Int64) {
 	for _, w := range r.workers {
 		r.res.hist.Merge(w.hist)
 	}
+	r.res.samples = timelineOf(r.workers)
 	if cfg.Workload == WorkloadCreate {
 		r.made = min(next.Load(), p.end) // every index handed out below end was issued
 	}

@@ -65,6 +65,26 @@ func checkOrdered(t *testing.T, what string, l Summary, count int64) {
 	}
 }
 
+// checkTimeline fails t unless res kept one sample per measured request, in the order
+// of their replies, when kept, and none otherwise.
+func checkTimeline(t *testing.T, res *Result, kept bool) {
+	t.Helper()
+	if !kept {
+		if res.samples != nil {
+			t.Errorf("%d samples kept without a timeline", len(res.samples))
+		}
+		return
+	}
+	if int64(len(res.samples)) != res.Ops {
+		t.Errorf("%d samples for %d measured requests", len(res.samples), res.Ops)
+	}
+	for i, sm := range res.samples {
+		if sm.latency <= 0 || i > 0 && sm.at < res.samples[i-1].at {
+			t.Fatalf("sample %d %+v: want a positive latency, in the order of completion", i, sm)
+		}
+	}
+}
+
 // checkGone fails t if the shared root is still there: every run removes what it made.
 func checkGone(t *testing.T, addr, path string) {
 	t.Helper()
@@ -174,6 +194,7 @@ func TestWorkloadsByDurationWithWarmup(t *testing.T) {
 		t.Run(w, func(t *testing.T) {
 			cfg := testConfig(addr, w)
 			cfg.Duration, cfg.Warmup = 300*time.Millisecond, 100*time.Millisecond
+			cfg.timeline = w == WorkloadMixed // a request workload, through runOps
 			res, err := Run(t.Context(), cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -182,6 +203,7 @@ func TestWorkloadsByDurationWithWarmup(t *testing.T) {
 			if res.Elapsed < cfg.Duration {
 				t.Errorf("Elapsed %v, want at least %v", res.Elapsed, cfg.Duration)
 			}
+			checkTimeline(t, res, cfg.timeline)
 			checkGone(t, addr, cfg.Root)
 		})
 	}

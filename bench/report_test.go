@@ -48,6 +48,43 @@ func (sb *sideBySide) report(table string) string {
 	return b.String()
 }
 
+// keptSections are the sections of results.md that benchmarks of their own write
+// (BenchmarkSnapshotUnderLoad, BenchmarkMemory): BenchmarkSideBySide keeps them as they were.
+var keptSections = []string{snapshotHeading, memoryHeading}
+
+// keepSections returns report with the kept sections of old in it.
+func keepSections(report, old string) string {
+	for _, h := range keptSections {
+		if sec := sectionOf(old, h); sec != "" {
+			report = spliceSection(report, h, sec)
+		}
+	}
+	return report
+}
+
+// writeSection prints section, which begins with heading, and writes it into results.md
+// in place of the one there (spliceSection); a quick pass writes it to quickName in the
+// temporary directory instead: it must not pass for the real thing.
+func (sb *sideBySide) writeSection(heading, section string, quick bool, quickName string) {
+	fmt.Printf("\n%s\n", section)
+	if quick {
+		out := filepath.Join(os.TempDir(), quickName)
+		if err := os.WriteFile(out, []byte(section), 0o644); err != nil {
+			sb.b.Fatal(err)
+		}
+		fmt.Println("the section is in", out)
+		return
+	}
+	old, err := os.ReadFile("results.md")
+	if err != nil {
+		sb.b.Fatal(err)
+	}
+	if err := os.WriteFile("results.md", []byte(spliceSection(string(old), heading, section)), 0o644); err != nil {
+		sb.b.Fatal(err)
+	}
+	fmt.Println("the section is in results.md")
+}
+
 func verdict(met bool) string {
 	if met {
 		return "met"

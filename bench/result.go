@@ -53,6 +53,9 @@ type Result struct {
 	CleanupError string `json:"cleanup_error,omitempty"`
 
 	hist *Histogram
+	// samples are, with Config.timeline, the measured requests in the order their
+	// replies came.
+	samples []latencySample
 }
 
 func newResult(cfg *Config) *Result {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,11 +34,8 @@ import (
 // Last, a 3-member ensemble of each runs the write and read workloads the same way
 // (ensemble_test.go; BenchmarkEnsemble runs that section alone).
 func BenchmarkSideBySide(b *testing.B) {
-	p := fullPlan()
-	if os.Getenv("PADDOCK_BENCH_QUICK") != "" {
-		p = quickPlan()
-	}
-	sb := newSideBySide(b, p)
+	sb := newBench(b)
+	p := sb.p
 	start := time.Now()
 	sb.throughput()
 	sb.memoryAndRestart()
@@ -53,10 +51,7 @@ func BenchmarkSideBySide(b *testing.B) {
 	}
 	report := sb.report(table)
 	if old, err := os.ReadFile("results.md"); err == nil && !p.quick {
-		// The snapshot section is BenchmarkSnapshotUnderLoad's: kept as it was.
-		if sec := sectionOf(string(old), snapshotHeading); sec != "" {
-			report = spliceSection(report, snapshotHeading, sec)
-		}
+		report = keepSections(report, string(old))
 	}
 	if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
 		b.Fatal(err)
@@ -133,6 +128,9 @@ type contestant struct {
 	// members are an ensemble's member processes, in member order; nil for one server.
 	members []member
 	leader  int // the index in members of the leader
+	// restart, if not nil, starts another server of the same kind and options on the
+	// same directory (after kill).
+	restart func() (*contestant, error)
 }
 
 type sideBySide struct {
@@ -173,6 +171,20 @@ type memoryRecord struct {
 	restarts []time.Duration
 }
 
+// newBench returns the driver of a benchmark of processes: with the quick plan when
+// PADDOCK_BENCH_QUICK is set (make bench QUICK=1), with the full plan otherwise.
+func newBench(b *testing.B) *sideBySide {
+	return newSideBySide(b, choose(os.Getenv("PADDOCK_BENCH_QUICK") != "", quickPlan, fullPlan))
+}
+
+// choose returns quick's plan in a quick pass, full's otherwise.
+func choose[P any](quickPass bool, quick, full func() P) P {
+	if quickPass {
+		return quick()
+	}
+	return full()
+}
+
 func newSideBySide(b *testing.B, p plan) *sideBySide {
 	sb := &sideBySide{b: b, p: p, dir: b.TempDir(), runs: map[string][]runRecord{}, memory: map[string]*memoryRecord{}}
 	sb.commit = gitCommit() // before the build: others may commit while the comparison runs
@@ -195,28 +207,71 @@ func (sb *sideBySide) warnf(format string, args ...any) {
 	sb.logf("WARNING: %s", msg)
 }
 
-// startZooKeeper starts ZooKeeper in dir, which it keeps across restarts.
+// startZooKeeper starts ZooKeeper in dir, which it keeps across restarts, with the
+// comparison's settings and heap.
 func (sb *sideBySide) startZooKeeper(dir string) *contestant {
-	z, err := testutil.StartZooKeeper(sb.b, testutil.ZooKeeperOptions{
-		Dir: dir, FourLetterWords: "*", Config: sideBySideZooCfg, JVMFlags: zooKeeperJVMFlags,
-		StartTimeout: 5 * time.Minute,
-	})
+	c, err := sb.startZooKeeperWith(dir, zooKeeperStart{})
 	if err != nil {
 		sb.b.Fatal(err)
 	}
+	return c
+}
+
+// zooKeeperStart is how a ZooKeeper of the benchmarks starts, besides what every one gets.
+type zooKeeperStart struct {
+	jvmFlags []string // nil: zooKeeperJVMFlags
+	settings []string // nil: sideBySideZooCfg
+}
+
+// startZooKeeperWith starts ZooKeeper in dir with o. A server that does not start (one
+// whose heap cannot hold its data, say) is an error, not the benchmark's end.
+func (sb *sideBySide) startZooKeeperWith(dir string, o zooKeeperStart) (*contestant, error) {
+	flags, settings := orDefault(o.jvmFlags, zooKeeperJVMFlags), orDefault(o.settings, sideBySideZooCfg)
+	z, err := testutil.StartZooKeeper(sb.b, testutil.ZooKeeperOptions{
+		Dir: dir, FourLetterWords: "*", Config: settings, JVMFlags: flags, StartTimeout: 5 * time.Minute,
+	})
+	if err != nil {
+		return nil, err
+	}
 	return &contestant{name: zkName, addr: z.Addr, pid: z.PID(), started: z.Started, ready: z.Ready,
-		dir: dir, logPath: filepath.Join(dir, "zookeeper.log"), kill: func() { z.Stop() }}
+		dir: dir, logPath: filepath.Join(dir, "zookeeper.log"), kill: func() { z.Stop() },
+		restart: func() (*contestant, error) { return sb.startZooKeeperWith(dir, o) }}, nil
+}
+
+// orDefault returns vs, or def if vs is nil.
+func orDefault(vs, def []string) []string {
+	if vs == nil {
+		return def
+	}
+	return vs
 }
 
 // startPaddock starts paddock in dir with the same zoo.cfg settings; each start logs to a
 // file of its own. With admin, its admin HTTP server (for /metrics) listens on a free port.
 func (sb *sideBySide) startPaddock(dir string, admin bool) *contestant {
+	return sb.startPaddockWith(dir, paddockStart{admin: admin})
+}
+
+// paddockStart is how a paddock of the benchmarks starts, besides what every one gets.
+type paddockStart struct {
+	// admin serves the admin port on a free port (for /metrics); pprof adds
+	// /debug/pprof/ there (admin.pprof), which forceGC uses.
+	admin, pprof bool
+	settings     []string // zoo.cfg lines; nil: sideBySideZooCfg
+	env          []string // "NAME=value", e.g. GODEBUG=gctrace=1
+}
+
+// startPaddockWith starts paddock in dir with o.
+func (sb *sideBySide) startPaddockWith(dir string, o paddockStart) *contestant {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		sb.b.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "zoo.cfg")
-	lines := append([]string{"tickTime=2000", "dataDir=" + filepath.Join(dir, "data"), "clientPort=2181",
-		"4lw.commands.whitelist=*"}, sideBySideZooCfg...)
+	lines := slices.Concat([]string{"tickTime=2000", "dataDir=" + filepath.Join(dir, "data"), "clientPort=2181",
+		"4lw.commands.whitelist=*"}, orDefault(o.settings, sideBySideZooCfg))
+	if o.pprof {
+		lines = append(lines, "admin.pprof=true")
+	}
 	if err := os.WriteFile(cfg, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		sb.b.Fatal(err)
 	}
@@ -224,7 +279,7 @@ func (sb *sideBySide) startPaddock(dir string, admin bool) *contestant {
 	logPath := filepath.Join(dir, fmt.Sprintf("paddock-%d.log", len(logs)+1))
 	args := []string{"--zoo-cfg", cfg}
 	var adminAddr string
-	if admin {
+	if o.admin || o.pprof {
 		port, err := testutil.FreePort()
 		if err != nil {
 			sb.b.Fatal(err)
@@ -233,14 +288,15 @@ func (sb *sideBySide) startPaddock(dir string, admin bool) *contestant {
 		args = append(args, "--admin-addr", adminAddr) // the last --admin-addr wins
 	}
 	p := testutil.StartPaddockProcess(sb.b, testutil.PaddockProcessOptions{
-		Binary: sb.binary, DataDir: filepath.Join(dir, "data"), Args: args,
+		Binary: sb.binary, DataDir: filepath.Join(dir, "data"), Args: args, Env: o.env,
 		LogPath: logPath, StartTimeout: 5 * time.Minute,
 	})
 	if log, err := os.ReadFile(logPath); err == nil && strings.Contains(string(log), "force_sync is off") {
 		sb.b.Fatalf("paddock runs with force_sync off:\n%s", log)
 	}
 	return &contestant{name: paddockName, addr: p.Addr, pid: p.PID(), started: p.Started, ready: p.Ready,
-		dir: dir, logPath: logPath, kill: p.Kill, adminAddr: adminAddr}
+		dir: dir, logPath: logPath, kill: p.Kill, adminAddr: adminAddr,
+		restart: func() (*contestant, error) { return sb.startPaddockWith(dir, o), nil }}
 }
 
 // config returns the client configuration of workload w in this plan.
@@ -335,9 +391,7 @@ func (sb *sideBySide) memoryAndRestart() {
 	for _, c := range []*contestant{zk, pd} {
 		m := &memoryRecord{idleRSS: procStatus(c.pid, "VmRSS")}
 		sb.memory[c.name] = m
-		warm := sb.config(c, WorkloadCreate)
-		warm.Duration, warm.Warmup = 2*time.Second, 0
-		sb.run(c, warm)
+		sb.warmUp(c)
 		cfg := sb.config(c, WorkloadCreate)
 		cfg.Ops, cfg.Warmup, cfg.Keep = sb.p.znodes, 0, true
 		cfg.Progress, cfg.ProgressEvery = os.Stderr, 10*time.Second
@@ -368,7 +422,10 @@ func (sb *sideBySide) memoryAndRestart() {
 				next = sb.startPaddock(old.dir, i == sb.p.restarts-1)
 			}
 			*c = next
-			took := sb.firstRead(next, roots[next.name]+"/0")
+			took, err := firstRead(next, roots[next.name]+"/0", benchValueSize)
+			if err != nil {
+				sb.b.Fatal(err)
+			}
 			m := sb.memory[next.name]
 			m.restarts = append(m.restarts, took)
 			m.recoveredRSS = procStatus(next.pid, "VmRSS")
@@ -385,12 +442,19 @@ func (sb *sideBySide) memoryAndRestart() {
 	}
 }
 
-// firstRead reads path on a new session and returns the time from the server process's
-// start until the read succeeded.
-func (sb *sideBySide) firstRead(c *contestant, path string) time.Duration {
+// warmUp runs 2 s of creates on c, removed afterwards: the JIT's warm-up before a load.
+func (sb *sideBySide) warmUp(c *contestant) {
+	warm := sb.config(c, WorkloadCreate)
+	warm.Duration, warm.Warmup = 2*time.Second, 0
+	sb.run(c, warm)
+}
+
+// firstRead reads path, which holds size bytes, on a new session and returns the time
+// from the server process's start until the read succeeded.
+func firstRead(c *contestant, path string, size int) (time.Duration, error) {
 	s, err := dial(context.Background(), c.addr, DefaultConfig().sessionOptions(1, 4096))
 	if err != nil {
-		sb.b.Fatalf("%s after restart: %v", c.name, err)
+		return 0, fmt.Errorf("%s after restart: %w", c.name, err)
 	}
 	defer s.close(10 * time.Second)
 	e := s.begin(wire.OpGetData, 0)
@@ -398,13 +462,13 @@ func (sb *sideBySide) firstRead(c *contestant, path string) time.Duration {
 	e.Bool(false)
 	s.end()
 	if err := s.flush(); err != nil {
-		sb.b.Fatal(err)
+		return 0, fmt.Errorf("%s after restart: %w", c.name, err)
 	}
 	r, err := s.next()
-	if err != nil || r.hdr.Err != wire.OK || bodyInt(r.body) != benchValueSize {
-		sb.b.Fatalf("%s after restart: getData %s: %v %v", c.name, path, err, r.hdr.Err)
+	if err != nil || r.hdr.Err != wire.OK || bodyInt(r.body) != int32(size) {
+		return 0, fmt.Errorf("%s after restart: getData %s: %v %v", c.name, path, err, r.hdr.Err)
 	}
-	return time.Since(c.started)
+	return time.Since(c.started), nil
 }
 
 // jvmLiveHeap runs a full GC in JVM pid with jcmd and returns the heap then in use, from
@@ -433,32 +497,55 @@ func jvmLiveHeap(pid int) (int64, error) {
 // last collection: the heap goal (go_memstats_next_gc_bytes) is the live heap times
 // 1 + GOGC/100 (go_gc_gogc_percent), whatever GOGC the server has chosen.
 func goLiveHeap(adminAddr string) (int64, error) {
-	resp, err := http.Get("http://" + adminAddr + "/metrics")
+	m, err := goMetrics(adminAddr)
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	goal, err := m.value("go_memstats_next_gc_bytes")
 	if err != nil {
 		return 0, err
 	}
-	metric := func(name string) (float64, error) {
-		for line := range strings.SplitSeq(string(body), "\n") {
-			if v, ok := strings.CutPrefix(line, name+" "); ok {
-				return strconv.ParseFloat(strings.TrimSpace(v), 64)
-			}
-		}
-		return 0, fmt.Errorf("no %s in %s/metrics", name, adminAddr)
-	}
-	goal, err := metric("go_memstats_next_gc_bytes")
-	if err != nil {
-		return 0, err
-	}
-	gogc, err := metric("go_gc_gogc_percent")
+	gogc, err := m.value("go_gc_gogc_percent")
 	if err != nil || gogc <= 0 {
 		return 0, fmt.Errorf("GOGC %v: %v", gogc, err)
 	}
 	return int64(goal / (1 + gogc/100)), nil
+}
+
+// metricsPage is a /metrics page in the Prometheus text format.
+type metricsPage struct {
+	addr, body string
+}
+
+// goMetrics reads adminAddr/metrics.
+func goMetrics(adminAddr string) (metricsPage, error) {
+	body, err := httpGet("http://" + adminAddr + "/metrics")
+	return metricsPage{adminAddr, string(body)}, err
+}
+
+// value returns the value of the metric without labels called name.
+func (m metricsPage) value(name string) (float64, error) {
+	for line := range strings.SplitSeq(m.body, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in %s/metrics", name, m.addr)
+}
+
+// httpGet returns the body of a 200 answer to a GET of url.
+func httpGet(url string) ([]byte, error) {
+	client := http.Client{Timeout: 2 * time.Minute}
+	resp, err := client.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+	}
+	return body, err
 }
 
 // checkSameDevice fails unless both directories are on one device: the servers must

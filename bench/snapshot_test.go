@@ -34,37 +34,18 @@ import (
 // The goals of issue 19: the leader's RSS during its snapshot stays under the tree's
 // size × 1.3, and the write p99 during the snapshots within 2× the p99 outside them.
 func BenchmarkSnapshotUnderLoad(b *testing.B) {
-	sp, p := fullSnapPlan(), fullPlan()
-	if os.Getenv("PADDOCK_BENCH_QUICK") != "" {
-		sp, p = quickSnapPlan(), quickPlan()
-	}
-	sb := newSideBySide(b, p)
+	sb := newBench(b)
+	sp := choose(sb.p.quick, quickSnapPlan, fullSnapPlan)
 	start := time.Now()
 	s := sb.snapshotUnderLoad(sp)
 	s.elapsed = time.Since(start)
 	section := s.report()
-	fmt.Printf("\n%s\n", section)
 	samples := filepath.Join(os.TempDir(), "paddock-bench-snapshot-rss.csv")
 	if err := os.WriteFile(samples, []byte(s.samplesCSV()), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	fmt.Println("the RSS samples are in", samples)
-	if sp.quick {
-		out := filepath.Join(os.TempDir(), "paddock-bench-snapshot-quick.md")
-		if err := os.WriteFile(out, []byte(section), 0o644); err != nil {
-			b.Fatal(err)
-		}
-		fmt.Println("the section is in", out)
-		return
-	}
-	old, err := os.ReadFile("results.md")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile("results.md", []byte(spliceSection(string(old), snapshotHeading, section)), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	fmt.Println("the section is in results.md")
+	sb.writeSection(snapshotHeading, section, sp.quick, "paddock-bench-snapshot-quick.md")
 }
 
 // snapPlan says how much BenchmarkSnapshotUnderLoad runs.
@@ -400,10 +381,7 @@ func (sb *sideBySide) writeThroughSnapshot(c *contestant, s *snapshotSection, ro
 	if err := pr.err(); err != nil {
 		sb.warnf("snapshot: write load: %v", err)
 	}
-	for _, w := range workers {
-		s.writes = append(s.writes, w.samples...)
-	}
-	slices.SortFunc(s.writes, func(a, b latencySample) int { return int(a.at - b.at) })
+	s.writes = timelineOf(workers)
 	s.snaps = s.snapshotEvents(time.Time{})
 	sb.logf("snapshot: %d writes measured in %v; snapshots %v", len(s.writes),
 		s.measureEnd.Sub(s.measureStart).Round(100*time.Millisecond), s.snaps)
@@ -488,15 +466,7 @@ func (e snapEvent) String() string {
 // snapshotFileSize returns the size of the member's latest snapshot file
 // (data/raft/snap/snapshot.<Raft index, 16 hex digits>), or 0 if it has none.
 func snapshotFileSize(m member) int64 {
-	files, _ := filepath.Glob(filepath.Join(filepath.Dir(m.logPath), "data", "raft", "snap", "snapshot.????????????????"))
-	if len(files) == 0 {
-		return 0
-	}
-	slices.Sort(files)
-	if fi, err := os.Stat(files[len(files)-1]); err == nil {
-		return fi.Size()
-	}
-	return 0
+	return snapshotsIn(filepath.Join(filepath.Dir(m.logPath), "data")).newest
 }
 
 // samplesCSV renders the RSS samples, one line each: seconds into the measurement, each
@@ -539,18 +509,7 @@ func (s *snapshotSection) during() []interval {
 			ivs = append(ivs, interval{e.start, e.end})
 		}
 	}
-	slices.SortFunc(ivs, func(a, b interval) int { return a.start.Compare(b.start) })
-	var out []interval
-	for _, iv := range ivs {
-		if n := len(out); n > 0 && !iv.start.After(out[n-1].end) {
-			if iv.end.After(out[n-1].end) {
-				out[n-1].end = iv.end
-			}
-			continue
-		}
-		out = append(out, iv)
-	}
-	return out
+	return mergeIntervals(ivs)
 }
 
 // outside returns the spans of the measurement outside ivs.
@@ -1024,6 +983,19 @@ func TestSpliceSection(t *testing.T) {
 	if got := spliceSection("# T\n\n## Reading these numbers\n", h, sectionOf(doc, h)); got !=
 		"# T\n\n## Snap\n\nold\n\n## Reading these numbers\n" {
 		t.Errorf("keeping a section: %q", got)
+	}
+}
+
+// TestKeepSections: the comparison's report, rewritten, keeps the snapshot and memory
+// sections of the old results.md, in that order, before the reading notes.
+func TestKeepSections(t *testing.T) {
+	old := "# T\n\n## Results\n\nold\n\n" + snapshotHeading + "\n\nsnap\n\n" + memoryHeading + "\n\nmem\n\n" +
+		"## Reading these numbers\n\nr\n"
+	report := "# T\n\n## Results\n\nnew\n\n## Reading these numbers\n\nr\n"
+	want := "# T\n\n## Results\n\nnew\n\n" + snapshotHeading + "\n\nsnap\n\n" + memoryHeading + "\n\nmem\n\n" +
+		"## Reading these numbers\n\nr\n"
+	if got := keepSections(report, old); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
 
