@@ -353,3 +353,33 @@ func TestRemoveSnapshotTemps(t *testing.T) {
 		t.Fatalf("missing directory: %v %v", removed, err)
 	}
 }
+
+// version1Zxid and version1Records are what testdata/snapshot.0000000100000abc holds:
+// a snapshot written by the build before snapshots were compressed (version 1).
+const version1Zxid = 0x100000abc
+
+func version1Records() [][]byte {
+	out := [][]byte{[]byte("header"), {}}
+	for i := range 20 {
+		out = append(out, fmt.Appendf(nil, "/bench/d%03d/n%06d=%s", i/10, i, "abcdefghijklmnopqrstuvwxyz"))
+	}
+	return append(out, payloadFor(7, 5000))
+}
+
+// TestSnapshotReadsVersion1 reads a snapshot file as the build before this one wrote
+// it: data directories written by it must keep working.
+func TestSnapshotReadsVersion1(t *testing.T) {
+	zxid, got, err := readSnapshotFile(filepath.Join("testdata", snapshotName(version1Zxid)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := version1Records()
+	if zxid != version1Zxid || len(got) != len(want) {
+		t.Fatalf("read zxid %#x and %d records, want %#x and %d", zxid, len(got), version1Zxid, len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("record %d is %q, want %q", i, got[i], want[i])
+		}
+	}
+}
