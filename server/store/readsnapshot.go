@@ -10,13 +10,15 @@ import (
 	"path/filepath"
 )
 
-// ReadSnapshot reads the snapshot file at path, calling fn for each record in order,
-// and returns the zxid it was taken at. payload is valid only during the call. Every
-// record's checksum is verified before fn sees it, but the trailer — the record
-// count and the checksum of the whole file — only after the last record: when
-// ReadSnapshot returns an error, whatever fn built from the records must be thrown
-// away. Damage gives a *CorruptError (errors.Is ErrCorrupt) naming the file and the
-// offset; fn's error is returned wrapped. A nil fs means OS.
+// ReadSnapshot reads the snapshot file at path, of either format (doc.go), calling fn
+// for each record in order, and returns the zxid it was taken at. payload is valid
+// only during the call. The checksums of the block holding a record (of the record,
+// in version 1) are verified before fn sees it, but the trailer — the record count
+// and the checksum of the whole file — only after the last record: when ReadSnapshot
+// returns an error, whatever fn built from the records must be thrown away. Damage
+// gives a *CorruptError (errors.Is ErrCorrupt) naming the file and the offset (of the
+// block, in version 2); fn's error is returned wrapped. It holds a 1 MiB read buffer,
+// a decoded block, and a record that spans blocks. A nil fs means OS.
 func ReadSnapshot(path string, fsys FS, fn func(payload []byte) error) (zxid int64, err error) {
 	f, err := fsOrOS(fsys).OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
@@ -37,11 +39,16 @@ func readSnapshot(name string, ra io.ReaderAt, size int64, fn func([]byte) error
 		size: size,
 		br:   bufio.NewReaderSize(io.NewSectionReader(ra, 0, size), snapshotReadSize),
 	}
-	zxid, err := r.header()
+	zxid, version, err := r.header()
 	if err != nil {
 		return 0, err
 	}
-	if err := r.records(fn); err != nil {
+	if version == snapshotVersion1 {
+		err = r.records(fn)
+	} else {
+		err = r.blocks(fn)
+	}
+	if err != nil {
 		return 0, err
 	}
 	return zxid, nil
@@ -89,36 +96,38 @@ func (r *snapshotReader) corrupt(off int64, format string, args ...any) error {
 	return corrupt(r.name, off, fmt.Sprintf(format, args...))
 }
 
-// header reads and checks the header, and the zxid in it against the file's name.
-func (r *snapshotReader) header() (int64, error) {
+// header reads and checks the header, and the zxid in it against the file's name,
+// and returns the zxid and the format's version.
+func (r *snapshotReader) header() (zxid int64, version uint32, err error) {
 	if r.size < snapshotMinSize {
-		return 0, r.corrupt(0, "snapshot truncated to %d bytes", r.size)
+		return 0, 0, r.corrupt(0, "snapshot truncated to %d bytes", r.size)
 	}
 	hdr, err := r.next(snapshotHeaderSize)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	le := binary.LittleEndian
-	zxid := int64(le.Uint64(hdr[8:]))
+	zxid, version = int64(le.Uint64(hdr[8:])), le.Uint32(hdr[4:])
 	switch {
 	case string(hdr[0:4]) != snapshotMagic:
-		return 0, r.corrupt(0, "bad snapshot magic %q", hdr[0:4])
+		return 0, 0, r.corrupt(0, "bad snapshot magic %q", hdr[0:4])
 	case le.Uint32(hdr[24:]) != crc32.Checksum(hdr[:24], crcTable):
-		return 0, r.corrupt(0, "snapshot header checksum mismatch")
-	case le.Uint32(hdr[4:]) != snapshotVersion:
-		return 0, r.corrupt(0, "unsupported snapshot version %d", le.Uint32(hdr[4:]))
+		return 0, 0, r.corrupt(0, "snapshot header checksum mismatch")
+	case version != snapshotVersion && version != snapshotVersion1:
+		return 0, 0, r.corrupt(0, "unsupported snapshot version %d", version)
 	case le.Uint64(hdr[16:]) != 0 || le.Uint32(hdr[28:]) != 0:
-		return 0, r.corrupt(0, "snapshot header reserved bytes not zero")
+		return 0, 0, r.corrupt(0, "snapshot header reserved bytes not zero")
 	case zxid < 0:
-		return 0, r.corrupt(0, "snapshot zxid %d negative", zxid)
+		return 0, 0, r.corrupt(0, "snapshot zxid %d negative", zxid)
 	}
 	if named, ok := parseSnapshotName(r.name); ok && named != zxid {
-		return 0, r.corrupt(0, "snapshot header says zxid %s", fmtZxid(zxid))
+		return 0, 0, r.corrupt(0, "snapshot header says zxid %s", fmtZxid(zxid))
 	}
-	return zxid, nil
+	return zxid, version, nil
 }
 
-// records reads every record up to the trailer, then checks the trailer.
+// records reads every record of a version 1 snapshot up to the trailer, then checks
+// the trailer.
 func (r *snapshotReader) records(fn func([]byte) error) error {
 	le := binary.LittleEndian
 	var count uint64
