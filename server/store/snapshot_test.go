@@ -21,6 +21,13 @@ func writeSnapshot(t testing.TB, dir string, zxid int64, payloads [][]byte) stri
 // version of the format, and returns its path.
 func writeSnapshotOn(t testing.TB, fsys FS, dir string, zxid int64, version uint32, payloads [][]byte) string {
 	t.Helper()
+	writeSnapshotStats(t, fsys, dir, zxid, version, payloads)
+	return filepath.Join(dir, snapshotName(zxid))
+}
+
+// writeSnapshotStats is writeSnapshotOn returning the writer's Stats.
+func writeSnapshotStats(t testing.TB, fsys FS, dir string, zxid int64, version uint32, payloads [][]byte) SnapshotStats {
+	t.Helper()
 	w, err := createSnapshot(dir, zxid, fsys, version)
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +40,7 @@ func writeSnapshotOn(t testing.TB, fsys FS, dir string, zxid int64, version uint
 	if err := w.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Join(dir, snapshotName(zxid))
+	return w.Stats()
 }
 
 // snapshotVersions are the formats ReadSnapshot reads: the one written and the one
