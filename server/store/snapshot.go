@@ -448,18 +448,25 @@ func PurgeSnapshots(dir string, fsys FS, keep int) (removed []string, oldestKept
 // stopped once stop is closed. It returns how many records it wrote.
 func WriteSnapshot(dir string, zxid int64, fsys FS, stop <-chan struct{}, stopped error,
 	records func(fn func(payload []byte) error) error) (int, error) {
+	stats, err := WriteSnapshotStats(dir, zxid, fsys, stop, stopped, records)
+	return int(stats.Records), err
+}
+
+// WriteSnapshotStats is WriteSnapshot returning the writer's Stats — the records, their
+// bytes, the file's size and so the compression ratio — for the caller to log; zero
+// on an error.
+func WriteSnapshotStats(dir string, zxid int64, fsys FS, stop <-chan struct{}, stopped error,
+	records func(fn func(payload []byte) error) error) (SnapshotStats, error) {
 	w, err := CreateSnapshot(dir, zxid, fsys)
 	if err != nil {
-		return 0, err
+		return SnapshotStats{}, err
 	}
-	n := 0
 	err = records(func(p []byte) error {
 		select {
 		case <-stop:
 			return stopped
 		default:
 		}
-		n++
 		return w.Append(p)
 	})
 	if err == nil {
@@ -467,7 +474,7 @@ func WriteSnapshot(dir string, zxid int64, fsys FS, stop <-chan struct{}, stoppe
 	}
 	if err != nil {
 		w.Abort()
-		return 0, err
+		return SnapshotStats{}, err
 	}
-	return n, nil
+	return w.Stats(), nil
 }

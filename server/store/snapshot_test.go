@@ -429,3 +429,36 @@ func TestSnapshotReadsVersion1(t *testing.T) {
 		t.Fatalf("version 1 written now differs from testdata (%v)", err)
 	}
 }
+
+// TestWriteSnapshot writes a snapshot from a record function, whole with its stats, or
+// not at all once stop is closed.
+func TestWriteSnapshot(t *testing.T) {
+	payloads := snapshotPayloads(3000, func(i int) int { return i % 200 })
+	records := func(fn func([]byte) error) error {
+		for _, p := range payloads {
+			if err := fn(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	dir := t.TempDir()
+	n, err := WriteSnapshot(dir, 5, nil, nil, nil, records)
+	if err != nil || n != len(payloads) {
+		t.Fatalf("WriteSnapshot: %d records, %v", n, err)
+	}
+	checkSnapshotFile(t, filepath.Join(dir, snapshotName(5)), 5, payloads)
+	stats, err := WriteSnapshotStats(dir, 6, nil, nil, nil, records)
+	fi, _ := os.Stat(filepath.Join(dir, snapshotName(6)))
+	if err != nil || stats.Records != int64(len(payloads)) || fi == nil || stats.FileBytes != fi.Size() || stats.Ratio() <= 1 {
+		t.Fatalf("WriteSnapshotStats: %+v, %v", stats, err)
+	}
+	stop, stopped := make(chan struct{}), errors.New("stopped")
+	close(stop)
+	if stats, err := WriteSnapshotStats(dir, 7, nil, stop, stopped, records); err != stopped || stats != (SnapshotStats{}) {
+		t.Fatalf("after stop: %+v, %v", stats, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Fatalf("%d files, want the two snapshots written", len(entries))
+	}
+}
