@@ -19,8 +19,8 @@ const (
 	snapshotHeaderSize = 32
 	snapshotMagic      = "PSNP"
 	// snapshotVersion is the format CreateSnapshot writes: the records compressed in
-	// blocks (snapshotblock.go). ReadSnapshot also reads snapshotVersion1, the
-	// records as they are, each with its checksum, which builds before it wrote.
+	// blocks (snapshotblock.go). ReadSnapshot also reads snapshotVersion1, which
+	// builds before it wrote: the records as they are, each with its checksum.
 	snapshotVersion  = 2
 	snapshotVersion1 = 1
 
@@ -58,7 +58,7 @@ func parseSnapshotName(name string) (int64, bool) {
 }
 
 // SnapshotWriter writes one snapshot file: a sequence of opaque records taken at one
-// zxid, compressed in blocks of 1 MiB. It writes to a temporary file that only Commit
+// zxid, compressed in blocks of 128 KiB. It writes to a temporary file that only Commit
 // puts under the snapshot's name, so a snapshot file is always whole. It buffers what
 // it writes and allocates nothing per record. A SnapshotWriter is used by one
 // goroutine; Stats says how well the records compressed.
@@ -271,10 +271,10 @@ func (w *SnapshotWriter) truncatePadding() error {
 	return w.f.Truncate(w.off)
 }
 
-// Commit compresses the last records, writes the trailer, syncs the file, and renames it to its final name
-// (replacing a snapshot of the same zxid), syncing the directory: once it returns nil
-// the snapshot is durable and whole. On an error the temporary file is left for
-// Abort.
+// Commit compresses the last records, writes the trailer, syncs the file, and renames
+// it to its final name (replacing a snapshot of the same zxid), syncing the directory:
+// once it returns nil the snapshot is durable and whole. On an error the temporary
+// file is left for Abort.
 func (w *SnapshotWriter) Commit() error {
 	if err := w.check(); err != nil {
 		return err

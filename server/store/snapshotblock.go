@@ -32,8 +32,8 @@ const (
 
 // snapshotEncoder compresses blocks. Its EncodeAll is safe for concurrent use and
 // deterministic: the same records make the same bytes. The fastest level compressed
-// znode records as well as the default one and wrote them 1.6 times as fast; each
-// frame carries zstd's checksum (XXH64) of the bytes it decodes to.
+// znode records as well as the default one or better, and wrote them up to 1.6 times
+// as fast; each frame carries zstd's checksum (XXH64) of the bytes it decodes to.
 var snapshotEncoder = sync.OnceValue(func() *zstd.Encoder {
 	enc, err := zstd.NewWriter(nil,
 		zstd.WithEncoderLevel(zstd.SpeedFastest),
