@@ -77,11 +77,12 @@ func appendBlock(dst, raw []byte) []byte {
 // slower: the records were then parsed from memory another core had written.)
 type recordStream struct {
 	r    *snapshotReader
-	buf  []byte // the block being handed out, decoded; cap is snapshotBlockSize
-	cur  []byte // the rest of it
-	at   int64  // its offset in the file, or the trailer's once reached
-	mark string // the trailer's first four bytes, once reached
-	big  []byte // a record that spans blocks
+	buf  []byte  // the block being handed out, decoded; cap is snapshotBlockSize
+	cur  []byte  // the rest of it
+	at   int64   // its offset in the file, or the trailer's once reached
+	mark string  // the trailer's first four bytes, once reached
+	big  []byte  // a record that spans blocks
+	lens [8]byte // a block's stored and decoded lengths, as checksummed
 }
 
 // fetch reads, checks and decodes the next block. At the trailer it returns io.EOF,
@@ -101,52 +102,51 @@ func (s *recordStream) fetch() error {
 		s.mark = string(h[:4])
 		return io.EOF
 	}
-	if s.buf, err = r.block(s.at, sum, stored, s.buf); err != nil {
+	binary.LittleEndian.PutUint32(s.lens[:], stored)
+	if err := s.block(sum, stored); err != nil {
 		return err
 	}
 	s.cur = s.buf
 	return nil
 }
 
-// block reads the rest of the block at offset at, whose checksum and stored length
-// have been read, checks it and decodes it into dst's memory.
-func (r *snapshotReader) block(at int64, sum, stored uint32, dst []byte) ([]byte, error) {
+// block reads the rest of the block at s.at, whose checksum and stored length have
+// been read, checks it and decodes it into s.buf.
+func (s *recordStream) block(sum, stored uint32) error {
+	r, at := s.r, s.at
 	if stored > snapshotBlockMaxStored {
-		return nil, r.corrupt(at, "block length %d over the limit (%d)", stored, snapshotBlockMaxStored)
+		return r.corrupt(at, "block length %d over the limit (%d)", stored, snapshotBlockMaxStored)
 	}
 	if at+snapshotBlockHeaderSize+int64(stored)+snapshotTrailerSize > r.size {
-		return nil, r.corrupt(at, "block length %d overruns the file (%d bytes)", stored, r.size)
+		return r.corrupt(at, "block length %d overruns the file (%d bytes)", stored, r.size)
 	}
-	var lens [8]byte // stored and decoded lengths, as checksummed
-	binary.LittleEndian.PutUint32(lens[:], stored)
 	h, err := r.next(4)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	size := binary.LittleEndian.Uint32(h)
-	copy(lens[4:], h)
-	crc := crc32.Checksum(lens[:], crcTable)
+	copy(s.lens[4:], h)
+	crc := crc32.Checksum(s.lens[:], crcTable)
 	if size == 0 || size > snapshotBlockSize {
-		return nil, r.corrupt(at, "block decodes to %d bytes (max %d)", size, snapshotBlockSize)
+		return r.corrupt(at, "block decodes to %d bytes (max %d)", size, snapshotBlockSize)
 	}
 	data, err := r.next(int(stored))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if crc32.Update(crc, crcTable, data) != sum {
-		return nil, r.corrupt(at, "block checksum mismatch")
+		return r.corrupt(at, "block checksum mismatch")
 	}
-	if dst == nil {
-		dst = make([]byte, 0, snapshotBlockSize)
+	if s.buf == nil {
+		s.buf = make([]byte, 0, snapshotBlockSize)
 	}
-	raw, err := snapshotDecoder().DecodeAll(data, dst[:0])
-	if err != nil {
-		return nil, r.corrupt(at, "block does not decode: %v", err)
+	if s.buf, err = snapshotDecoder().DecodeAll(data, s.buf[:0]); err != nil {
+		return r.corrupt(at, "block does not decode: %v", err)
 	}
-	if len(raw) != int(size) {
-		return nil, r.corrupt(at, "block decodes to %d bytes, its header says %d", len(raw), size)
+	if len(s.buf) != int(size) {
+		return r.corrupt(at, "block decodes to %d bytes, its header says %d", len(s.buf), size)
 	}
-	return raw, nil
+	return nil
 }
 
 // more reports whether another record follows, decoding the next block if the last
