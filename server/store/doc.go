@@ -121,25 +121,65 @@
 //	0        4          8                16                24         28         32
 //	+--------+----------+----------------+-----------------+----------+----------+
 //	| "PSNP" | version  | zxid           | reserved        | crc32c   | reserved |  header
-//	|        | uint32=1 | int64 (= name) | zero            | of 0:24  | zero     |
+//	|        | uint32=2 | int64 (= name) | zero            | of 0:24  | zero     |
 //	+--------+----------+----------------+-----------------+----------+----------+
-//	| crc32c | len    | payload   |  a record, no padding: crc32c covers len and payload
-//	+--------+--------+-----------+
-//	| ...                         |  as many records as the state holds
+//	| crc32c | stored | decoded | zstd frame      |  a block: crc32c covers stored,
+//	| uint32 | uint32 | uint32  | (stored bytes)  |  decoded and the frame
+//	+--------+--------+---------+-----------------+
+//	| ...                                         |  as many blocks as the records fill
 //	+--------+------------+----------------+------------------+
 //	| "PEND" | 0xffffffff | record count   | crc32c of the    |  trailer, 20 bytes
-//	|        | (as len)   | uint64         | file up to here  |
+//	|        | (as stored)| uint64         | file up to here  |
 //	+--------+------------+----------------+------------------+
 //
-// The trailer starts like a record frame whose length is 0xffffffff (above
-// MaxPayload: no record has it), so a reader tells it from a record at once; its last
-// four bytes are the CRC-32C of every byte of the file before them. ReadSnapshot
-// checks the header (and its zxid against the name), each record's checksum and
-// length, that the trailer ends the file, the count and the whole-file checksum; any
-// failure is a *CorruptError naming the file and offset, and the server falls back to
-// an older snapshot. Records are handed out before the trailer is checked (a snapshot
-// may hold millions, and is streamed): a reader keeps what it built only if
-// ReadSnapshot returns nil.
+// The records are one stream, each its length and its payload, cut into blocks of
+// 128 KiB of that stream — the last one shorter, none empty — that a record may span:
+//
+//	| len    | payload | len | payload          ...| ...payload | len | payload |  ...
+//	| uint32 |         |     |                     |            |     |         |
+//	|<-------------- block 1: 128 KiB decoded ------>|<--- block 2 ...
+//
+// Each block is compressed on its own as one zstd frame (github.com/klauspost/compress,
+// its fastest level, which compressed znode records as well as its default or better
+// and wrote them up to 1.6 times as fast), with zstd's checksum of the decoded bytes
+// (XXH64) in the frame. 128 KiB is zstd's own block size, so a frame is a single zstd
+// block, and the block being handed out stays in the core's cache: blocks of 256 KiB
+// to 1 MiB read back slower and compressed no better, and decoding the next blocks
+// ahead on a goroutine of their own was slower still. SnapshotWriter.Stats reports the
+// compression ratio, payload bytes per byte of the file.
+//
+// The trailer starts where a block's stored length would be 0xffffffff (above any
+// block's), so a reader tells it from a block at once; its last four bytes are the
+// CRC-32C of every byte of the file before them. ReadSnapshot checks the header (and
+// its zxid against the name); for each block that its lengths are within bounds — at
+// most 128 KiB + 1 KiB stored and 128 KiB decoded — and within the file before it
+// reads or allocates anything for the block, then its CRC-32C, and only then decodes
+// it, with a decoder that refuses a frame whose window or output would exceed 128 KiB
+// whatever the frame claims, and checks that it decoded to the length its header
+// says; each record's length is at most MaxPayload, and a record spanning blocks is
+// gathered in a buffer that grows as the blocks decode, not at once; the trailer must
+// end the file, and the count and the whole-file checksum must match. Any failure is
+// a *CorruptError naming the file and the offset (of the block, for what is inside
+// one), and the server falls back to an older snapshot. Records are handed out before
+// the trailer is checked (a snapshot may hold millions, and is streamed): a reader
+// keeps what it built only if ReadSnapshot returns nil.
+//
+// The integrity checks are on the stored blocks, not on the records: damage on disk is
+// found before a byte of it reaches the decoder, at the cost of one CRC pass over the
+// stored bytes — a half to a sixtieth of the records' bytes for znodes — where a CRC
+// per record would cost a pass over every record's bytes and four incompressible bytes
+// a record. zstd's XXH64 of each frame's output covers the codec itself end to end,
+// and the whole-file checksum and the count catch blocks that are each whole but
+// swapped, dropped or repeated. A torn or partial file has no trailer at its end.
+//
+// Version 1, which builds before compression wrote, has the same header (version 1)
+// and trailer, and between them the records as they are, with no padding, each behind
+// its own checksum; ReadSnapshot reads it as before, and CreateSnapshot writes only
+// version 2 (a build older than this one refuses it: see docs/storage.md):
+//
+//	+--------+--------+-----------+
+//	| crc32c | len    | payload   |  a version 1 record: crc32c covers len and payload
+//	+--------+--------+-----------+
 //
 // PurgeSnapshots keeps the newest N snapshots that look valid by name and size
 // (none is read) and deletes the older ones, returning the zxid of the oldest kept for

@@ -1,12 +1,10 @@
 package store
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -20,12 +18,16 @@ const (
 	snapshotPrefix     = "snapshot."
 	snapshotHeaderSize = 32
 	snapshotMagic      = "PSNP"
-	snapshotVersion    = 1
+	// snapshotVersion is the format CreateSnapshot writes: the records compressed in
+	// blocks (snapshotblock.go). ReadSnapshot also reads snapshotVersion1, which
+	// builds before it wrote: the records as they are, each with its checksum.
+	snapshotVersion  = 2
+	snapshotVersion1 = 1
 
-	snapshotFrameSize   = 8 // crc32c, length
+	snapshotFrameSize   = 8 // version 1: a record's crc32c, length
 	snapshotTrailerSize = 20
 	snapshotTrailerMark = "PEND"
-	snapshotTrailerLen  = 0xffffffff // in a frame's length field: the trailer follows
+	snapshotTrailerLen  = 0xffffffff // in a frame's or block's length field: the trailer follows
 
 	// snapshotMinSize is the size of a snapshot of no records.
 	snapshotMinSize = snapshotHeaderSize + snapshotTrailerSize
@@ -56,30 +58,56 @@ func parseSnapshotName(name string) (int64, bool) {
 }
 
 // SnapshotWriter writes one snapshot file: a sequence of opaque records taken at one
-// zxid. It writes to a temporary file that only Commit puts under the snapshot's name,
-// so a snapshot file is always whole. It buffers what it writes and allocates nothing
-// per record. A SnapshotWriter is used by one goroutine.
+// zxid, compressed in blocks of 128 KiB. It writes to a temporary file that only Commit
+// puts under the snapshot's name, so a snapshot file is always whole. It buffers what
+// it writes and allocates nothing per record. A SnapshotWriter is used by one
+// goroutine; Stats says how well the records compressed.
 //
 // On the operating system's file system it writes around the page cache (O_DIRECT)
 // where the file system allows, in whole blocks: docs/storage.md says why.
 type SnapshotWriter struct {
-	fs    FS
-	dir   string
-	tmp   string // the file being written
-	final string // its name once committed
-	f     File
-	buf   []byte // bytes not yet written, which go at off; cap is snapshotWriteSize
-	off   int64
-	align int    // writes start and end on multiples of align (O_DIRECT), or 0
-	crc   uint32 // CRC-32C of every byte given to put
-	count uint64
-	err   error // sticky: the first error of an Append or Commit
-	done  bool  // Commit or Abort was called
+	fs      FS
+	dir     string
+	tmp     string // the file being written
+	final   string // its name once committed
+	f       File
+	raw     []byte // records not yet compressed; cap is snapshotBlockSize (version 2)
+	block   []byte // the last block compressed, reused
+	buf     []byte // file bytes not yet written, which go at off; cap is snapshotWriteSize
+	off     int64
+	align   int    // writes start and end on multiples of align (O_DIRECT), or 0
+	crc     uint32 // CRC-32C of every byte given to put
+	stats   SnapshotStats
+	version uint32 // the format written: snapshotVersion, or snapshotVersion1 (tests)
+	err     error  // sticky: the first error of an Append or Commit
+	done    bool   // Commit or Abort was called
+}
+
+// SnapshotStats counts what a SnapshotWriter was given and what it wrote.
+type SnapshotStats struct {
+	Records   int64 // records appended
+	Bytes     int64 // payload bytes appended
+	FileBytes int64 // bytes of the file so far; after Commit, its size
+}
+
+// Ratio is the compression ratio: payload bytes per byte of the file, 0 for a file of
+// no payload.
+func (s SnapshotStats) Ratio() float64 {
+	if s.Bytes == 0 || s.FileBytes == 0 {
+		return 0
+	}
+	return float64(s.Bytes) / float64(s.FileBytes)
 }
 
 // CreateSnapshot starts a snapshot taken at zxid in dir, creating dir if needed. The
 // file is written under a temporary name (NAME.tmp) until Commit. A nil fs means OS.
 func CreateSnapshot(dir string, zxid int64, fsys FS) (*SnapshotWriter, error) {
+	return createSnapshot(dir, zxid, fsys, snapshotVersion)
+}
+
+// createSnapshot is CreateSnapshot writing the given version of the format; tests and
+// benchmarks still write version 1.
+func createSnapshot(dir string, zxid int64, fsys FS, version uint32) (*SnapshotWriter, error) {
 	if zxid < 0 {
 		return nil, fmt.Errorf("store: create snapshot: zxid %d is negative", zxid)
 	}
@@ -94,17 +122,20 @@ func CreateSnapshot(dir string, zxid int64, fsys FS) (*SnapshotWriter, error) {
 		return nil, fmt.Errorf("store: create snapshot: %w", err)
 	}
 	w := &SnapshotWriter{fs: fsys, dir: dir, tmp: final + tmpExt, final: final, f: f,
-		buf: alignedBuffer(snapshotWriteSize, align), align: align}
+		buf: alignedBuffer(snapshotWriteSize, align), align: align, version: version}
+	if version != snapshotVersion1 {
+		w.raw = make([]byte, 0, snapshotBlockSize)
+	}
 	var hdr [snapshotHeaderSize]byte
-	putSnapshotHeader(hdr[:], zxid)
+	putSnapshotHeader(hdr[:], zxid, version)
 	w.put(hdr[:]) // the buffer is empty and larger: nothing is written yet
 	return w, nil
 }
 
-func putSnapshotHeader(hdr []byte, zxid int64) {
+func putSnapshotHeader(hdr []byte, zxid int64, version uint32) {
 	le := binary.LittleEndian
 	copy(hdr[0:4], snapshotMagic)
-	le.PutUint32(hdr[4:], snapshotVersion)
+	le.PutUint32(hdr[4:], version)
 	le.PutUint64(hdr[8:], uint64(zxid))
 	le.PutUint64(hdr[16:], 0)
 	le.PutUint32(hdr[24:], crc32.Checksum(hdr[:24], crcTable))
@@ -120,16 +151,37 @@ func (w *SnapshotWriter) Append(payload []byte) error {
 	if len(payload) > MaxPayload {
 		return fmt.Errorf("%w: %d bytes (max %d)", ErrTooLarge, len(payload), MaxPayload)
 	}
+	w.stats.Records++
+	w.stats.Bytes += int64(len(payload))
+	if w.version == snapshotVersion1 {
+		return w.fail(w.appendFrame(payload))
+	}
+	var l [snapshotLenSize]byte
+	binary.LittleEndian.PutUint32(l[:], uint32(len(payload)))
+	if err := w.putRecords(l[:]); err != nil {
+		return w.fail(err)
+	}
+	return w.fail(w.putRecords(payload))
+}
+
+// appendFrame puts payload into a version 1 file, behind its checksum and length.
+func (w *SnapshotWriter) appendFrame(payload []byte) error {
 	var frame [snapshotFrameSize]byte
 	le := binary.LittleEndian
 	le.PutUint32(frame[4:], uint32(len(payload)))
 	crc := crc32.Update(0, crcTable, frame[4:8])
 	le.PutUint32(frame[:], crc32.Update(crc, crcTable, payload))
-	w.count++
 	if err := w.put(frame[:]); err != nil {
-		return w.fail(err)
+		return err
 	}
-	return w.fail(w.put(payload))
+	return w.put(payload)
+}
+
+// Stats returns what the writer was given and has written so far.
+func (w *SnapshotWriter) Stats() SnapshotStats {
+	s := w.stats
+	s.FileBytes = w.off + int64(len(w.buf))
+	return s
 }
 
 func (w *SnapshotWriter) check() error {
@@ -150,15 +202,34 @@ func (w *SnapshotWriter) fail(err error) error {
 	return err
 }
 
+// putRecords adds p to the records, compressing a block each time they fill one.
+func (w *SnapshotWriter) putRecords(p []byte) error {
+	return fill(&w.raw, p, w.compress)
+}
+
+// compress puts the records held as one block into the file.
+func (w *SnapshotWriter) compress() error {
+	w.block = appendBlock(w.block[:0], w.raw)
+	w.raw = w.raw[:0]
+	return w.put(w.block)
+}
+
 // put adds p to the file's bytes, writing the buffer out each time it fills.
 func (w *SnapshotWriter) put(p []byte) error {
 	w.crc = crc32.Update(w.crc, crcTable, p)
+	return fill(&w.buf, p, func() error { return w.flush(false) })
+}
+
+// fill copies p into *buf, up to its capacity, calling full each time it is full;
+// full must take bytes out of it.
+func fill(buf *[]byte, p []byte, full func() error) error {
 	for len(p) > 0 {
-		n := copy(w.buf[len(w.buf):cap(w.buf)], p)
-		w.buf = w.buf[:len(w.buf)+n]
+		b := *buf
+		n := copy(b[len(b):cap(b)], p)
+		*buf = b[:len(b)+n]
 		p = p[n:]
-		if len(w.buf) == cap(w.buf) {
-			if err := w.flush(false); err != nil {
+		if len(*buf) == cap(*buf) {
+			if err := full(); err != nil {
 				return err
 			}
 		}
@@ -200,18 +271,23 @@ func (w *SnapshotWriter) truncatePadding() error {
 	return w.f.Truncate(w.off)
 }
 
-// Commit writes the trailer, syncs the file, and renames it to its final name
-// (replacing a snapshot of the same zxid), syncing the directory: once it returns nil
-// the snapshot is durable and whole. On an error the temporary file is left for
-// Abort.
+// Commit compresses the last records, writes the trailer, syncs the file, and renames
+// it to its final name (replacing a snapshot of the same zxid), syncing the directory:
+// once it returns nil the snapshot is durable and whole. On an error the temporary
+// file is left for Abort.
 func (w *SnapshotWriter) Commit() error {
 	if err := w.check(); err != nil {
 		return err
 	}
+	if len(w.raw) > 0 {
+		if err := w.compress(); err != nil {
+			return w.fail(err)
+		}
+	}
 	var t [snapshotTrailerSize]byte
 	copy(t[0:4], snapshotTrailerMark)
 	binary.LittleEndian.PutUint32(t[4:], snapshotTrailerLen)
-	binary.LittleEndian.PutUint64(t[8:], w.count)
+	binary.LittleEndian.PutUint64(t[8:], uint64(w.stats.Records))
 	if err := w.put(t[:16]); err != nil {
 		return w.fail(err)
 	}
@@ -367,192 +443,30 @@ func PurgeSnapshots(dir string, fsys FS, keep int) (removed []string, oldestKept
 	return removed, oldestKept, nil
 }
 
-// ReadSnapshot reads the snapshot file at path, calling fn for each record in order,
-// and returns the zxid it was taken at. payload is valid only during the call. Every
-// record's checksum is verified before fn sees it, but the trailer — the record
-// count and the checksum of the whole file — only after the last record: when
-// ReadSnapshot returns an error, whatever fn built from the records must be thrown
-// away. Damage gives a *CorruptError (errors.Is ErrCorrupt) naming the file and the
-// offset; fn's error is returned wrapped. A nil fs means OS.
-func ReadSnapshot(path string, fsys FS, fn func(payload []byte) error) (zxid int64, err error) {
-	f, err := fsOrOS(fsys).OpenFile(path, os.O_RDONLY, 0)
-	if err != nil {
-		return 0, fmt.Errorf("store: open snapshot: %w", err)
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return 0, fmt.Errorf("store: open snapshot: %w", err)
-	}
-	return readSnapshot(filepath.Base(path), f, size, fn)
-}
-
-// readSnapshot reads the size bytes of the snapshot file name from ra.
-func readSnapshot(name string, ra io.ReaderAt, size int64, fn func([]byte) error) (int64, error) {
-	r := &snapshotReader{
-		name: name,
-		size: size,
-		br:   bufio.NewReaderSize(io.NewSectionReader(ra, 0, size), snapshotReadSize),
-	}
-	zxid, err := r.header()
-	if err != nil {
-		return 0, err
-	}
-	if err := r.records(fn); err != nil {
-		return 0, err
-	}
-	return zxid, nil
-}
-
-// snapshotReader reads a snapshot file front to back, keeping the checksum of what
-// it has read.
-type snapshotReader struct {
-	name string
-	size int64
-	br   *bufio.Reader
-	off  int64  // offset of the next byte br returns
-	crc  uint32 // CRC-32C of the bytes before off
-	big  []byte // payloads larger than br's buffer
-}
-
-// next returns the next n bytes, valid until the following call. The caller has
-// checked that the file holds them.
-func (r *snapshotReader) next(n int) ([]byte, error) {
-	var b []byte
-	var err error
-	if n <= r.br.Size() {
-		if b, err = r.br.Peek(n); err == nil {
-			_, err = r.br.Discard(n)
-		}
-	} else {
-		if cap(r.big) < n {
-			r.big = make([]byte, n)
-		}
-		b = r.big[:n]
-		_, err = io.ReadFull(r.br, b)
-	}
-	if err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF // the file shrank while read
-		}
-		return nil, fmt.Errorf("store: read snapshot %s at offset %d: %w", r.name, r.off, err)
-	}
-	r.crc = crc32.Update(r.crc, crcTable, b)
-	r.off += int64(n)
-	return b, nil
-}
-
-func (r *snapshotReader) corrupt(off int64, format string, args ...any) error {
-	return corrupt(r.name, off, fmt.Sprintf(format, args...))
-}
-
-// header reads and checks the header, and the zxid in it against the file's name.
-func (r *snapshotReader) header() (int64, error) {
-	if r.size < snapshotMinSize {
-		return 0, r.corrupt(0, "snapshot truncated to %d bytes", r.size)
-	}
-	hdr, err := r.next(snapshotHeaderSize)
-	if err != nil {
-		return 0, err
-	}
-	le := binary.LittleEndian
-	zxid := int64(le.Uint64(hdr[8:]))
-	switch {
-	case string(hdr[0:4]) != snapshotMagic:
-		return 0, r.corrupt(0, "bad snapshot magic %q", hdr[0:4])
-	case le.Uint32(hdr[24:]) != crc32.Checksum(hdr[:24], crcTable):
-		return 0, r.corrupt(0, "snapshot header checksum mismatch")
-	case le.Uint32(hdr[4:]) != snapshotVersion:
-		return 0, r.corrupt(0, "unsupported snapshot version %d", le.Uint32(hdr[4:]))
-	case le.Uint64(hdr[16:]) != 0 || le.Uint32(hdr[28:]) != 0:
-		return 0, r.corrupt(0, "snapshot header reserved bytes not zero")
-	case zxid < 0:
-		return 0, r.corrupt(0, "snapshot zxid %d negative", zxid)
-	}
-	if named, ok := parseSnapshotName(r.name); ok && named != zxid {
-		return 0, r.corrupt(0, "snapshot header says zxid %s", fmtZxid(zxid))
-	}
-	return zxid, nil
-}
-
-// records reads every record up to the trailer, then checks the trailer.
-func (r *snapshotReader) records(fn func([]byte) error) error {
-	le := binary.LittleEndian
-	var count uint64
-	for {
-		at := r.off
-		if at+snapshotFrameSize > r.size {
-			return r.corrupt(at, "record header truncated at end of file")
-		}
-		frame, err := r.next(snapshotFrameSize)
-		if err != nil {
-			return err
-		}
-		sum, n := le.Uint32(frame[0:]), le.Uint32(frame[4:])
-		if n == snapshotTrailerLen {
-			return r.trailer(at, string(frame[0:4]), count)
-		}
-		crc := crc32.Update(0, crcTable, frame[4:8])
-		if n > MaxPayload || at+snapshotFrameSize+int64(n)+snapshotTrailerSize > r.size {
-			return r.corrupt(at, "record length %d overruns the file (%d bytes)", n, r.size)
-		}
-		payload, err := r.next(int(n))
-		if err != nil {
-			return err
-		}
-		if crc32.Update(crc, crcTable, payload) != sum {
-			return r.corrupt(at, "record checksum mismatch")
-		}
-		if err := fn(payload); err != nil {
-			return fmt.Errorf("store: snapshot %s: record %d: %w", r.name, count, err)
-		}
-		count++
-	}
-}
-
-// trailer checks the trailer at offset at, whose frame has been read.
-func (r *snapshotReader) trailer(at int64, mark string, count uint64) error {
-	if mark != snapshotTrailerMark {
-		return r.corrupt(at, "bad trailer mark %q", mark)
-	}
-	if at+snapshotTrailerSize != r.size {
-		return r.corrupt(at, "trailer at offset %d, but the file is %d bytes", at, r.size)
-	}
-	b, err := r.next(8)
-	if err != nil {
-		return err
-	}
-	if got := binary.LittleEndian.Uint64(b); got != count {
-		return r.corrupt(at, "trailer counts %d records, the file holds %d", got, count)
-	}
-	want := r.crc
-	b, err = r.next(4)
-	if err != nil {
-		return err
-	}
-	if got := binary.LittleEndian.Uint32(b); got != want {
-		return r.corrupt(at, "file checksum mismatch")
-	}
-	return nil
-}
-
 // WriteSnapshot writes the snapshot file for zxid in dir whole: every record records
 // yields, committed, or nothing (Abort) on any error. Between records it gives up with
 // stopped once stop is closed. It returns how many records it wrote.
 func WriteSnapshot(dir string, zxid int64, fsys FS, stop <-chan struct{}, stopped error,
 	records func(fn func(payload []byte) error) error) (int, error) {
+	stats, err := WriteSnapshotStats(dir, zxid, fsys, stop, stopped, records)
+	return int(stats.Records), err
+}
+
+// WriteSnapshotStats is WriteSnapshot returning the writer's Stats — the records, their
+// bytes, the file's size and so the compression ratio — for the caller to log; zero
+// on an error.
+func WriteSnapshotStats(dir string, zxid int64, fsys FS, stop <-chan struct{}, stopped error,
+	records func(fn func(payload []byte) error) error) (SnapshotStats, error) {
 	w, err := CreateSnapshot(dir, zxid, fsys)
 	if err != nil {
-		return 0, err
+		return SnapshotStats{}, err
 	}
-	n := 0
 	err = records(func(p []byte) error {
 		select {
 		case <-stop:
 			return stopped
 		default:
 		}
-		n++
 		return w.Append(p)
 	})
 	if err == nil {
@@ -560,7 +474,7 @@ func WriteSnapshot(dir string, zxid int64, fsys FS, stop <-chan struct{}, stoppe
 	}
 	if err != nil {
 		w.Abort()
-		return 0, err
+		return SnapshotStats{}, err
 	}
-	return n, nil
+	return w.Stats(), nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/paddock/paddock/internal/faultfs"
@@ -65,10 +66,16 @@ func checkSnapshots(t *testing.T, fsys *faultfs.FS, want map[int64][][]byte) {
 	}
 }
 
+// snapshotRecords returns n records of random bytes, which do not compress: the
+// file holds about as many bytes as the records.
 func snapshotRecords(n int) [][]byte {
+	rng := rand.New(rand.NewPCG(uint64(n), 1))
 	out := make([][]byte, n)
 	for i := range out {
-		out[i] = payload(int64(i), 1+i*37%3000)
+		out[i] = make([]byte, 1+i*37%3000)
+		for j := range out[i] {
+			out[i][j] = byte(rng.Uint32())
+		}
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,12 +14,21 @@ import (
 // writeSnapshot writes a snapshot of payloads at zxid in dir and returns its path.
 func writeSnapshot(t testing.TB, dir string, zxid int64, payloads [][]byte) string {
 	t.Helper()
-	return writeSnapshotOn(t, nil, dir, zxid, payloads)
+	return writeSnapshotOn(t, nil, dir, zxid, snapshotVersion, payloads)
 }
 
-func writeSnapshotOn(t testing.TB, fsys FS, dir string, zxid int64, payloads [][]byte) string {
+// writeSnapshotOn writes a snapshot of payloads at zxid in dir on fsys, in the given
+// version of the format, and returns its path.
+func writeSnapshotOn(t testing.TB, fsys FS, dir string, zxid int64, version uint32, payloads [][]byte) string {
 	t.Helper()
-	w, err := CreateSnapshot(dir, zxid, fsys)
+	writeSnapshotStats(t, fsys, dir, zxid, version, payloads)
+	return filepath.Join(dir, snapshotName(zxid))
+}
+
+// writeSnapshotStats is writeSnapshotOn returning the writer's Stats.
+func writeSnapshotStats(t testing.TB, fsys FS, dir string, zxid int64, version uint32, payloads [][]byte) SnapshotStats {
+	t.Helper()
+	w, err := createSnapshot(dir, zxid, fsys, version)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,8 +40,15 @@ func writeSnapshotOn(t testing.TB, fsys FS, dir string, zxid int64, payloads [][
 	if err := w.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Join(dir, snapshotName(zxid))
+	return w.Stats()
 }
+
+// snapshotVersions are the formats ReadSnapshot reads: the one written and the one
+// before it.
+var snapshotVersions = []struct {
+	name    string
+	version uint32
+}{{"v1", snapshotVersion1}, {"v2", snapshotVersion}}
 
 // readSnapshotFile reads the snapshot at path and returns its zxid and records.
 func readSnapshotFile(path string) (int64, [][]byte, error) {
@@ -52,6 +69,7 @@ func snapshotPayloads(n int, size func(i int) int) [][]byte {
 }
 
 func TestSnapshotRoundTrip(t *testing.T) {
+	b := snapshotBlockSize
 	tests := []struct {
 		name     string
 		payloads [][]byte
@@ -63,6 +81,12 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		{"records around the buffer size", snapshotPayloads(7, func(i int) int {
 			return []int{10, snapshotWriteSize/2 - 1, snapshotWriteSize / 2, 5, snapshotWriteSize + 3, 0, 3 * snapshotWriteSize}[i]
 		})},
+		// A record and its length exactly fill a block, miss it by one, pass it by one;
+		// then records that span blocks.
+		{"records around the block size", snapshotPayloads(9, func(i int) int {
+			return []int{b - snapshotLenSize, b - snapshotLenSize - 1, 0, b - 2*snapshotLenSize - 1, 1, b, 3*b + 5, 0, 2}[i]
+		})},
+		{"records that do not compress", randomPayloads(2000, 700)},
 	}
 	// The operating system's file system takes writes around the page cache where
 	// it can, in whole blocks; any other FS gets them as they come.
@@ -72,85 +96,109 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}{{"direct", nil}, {"cached", struct{ FS }{OS}}}
 	for _, tt := range tests {
 		for _, sys := range systems {
-			t.Run(tt.name+"/"+sys.name, func(t *testing.T) {
-				dir := filepath.Join(t.TempDir(), "snap") // created by CreateSnapshot
-				path := writeSnapshotOn(t, sys.fs, dir, 0x300000042, tt.payloads)
-				zxid, got, err := readSnapshotFile(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if zxid != 0x300000042 || len(got) != len(tt.payloads) {
-					t.Fatalf("read zxid %#x and %d records, want 0x300000042 and %d", zxid, len(got), len(tt.payloads))
-				}
-				for i := range got {
-					if !bytes.Equal(got[i], tt.payloads[i]) {
-						t.Fatalf("record %d differs: %d bytes, want %d", i, len(got[i]), len(tt.payloads[i]))
+			for _, v := range snapshotVersions {
+				t.Run(tt.name+"/"+sys.name+"/"+v.name, func(t *testing.T) {
+					dir := filepath.Join(t.TempDir(), "snap") // created by CreateSnapshot
+					path := writeSnapshotOn(t, sys.fs, dir, 0x300000042, v.version, tt.payloads)
+					checkSnapshotFile(t, path, 0x300000042, tt.payloads)
+					snaps, err := ListSnapshots(dir, nil)
+					fi, _ := os.Stat(path)
+					if err != nil || len(snaps) != 1 || snaps[0] != (SnapshotInfo{0x300000042, path, fi.Size()}) {
+						t.Fatalf("ListSnapshots: %+v %v", snaps, err)
 					}
-				}
-				snaps, err := ListSnapshots(dir, nil)
-				fi, _ := os.Stat(path)
-				if err != nil || len(snaps) != 1 || snaps[0] != (SnapshotInfo{0x300000042, path, fi.Size()}) {
-					t.Fatalf("ListSnapshots: %+v %v", snaps, err)
-				}
-				if entries, _ := os.ReadDir(dir); len(entries) != 1 {
-					t.Fatalf("directory holds %d files, want the snapshot alone", len(entries))
-				}
-			})
+					if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+						t.Fatalf("directory holds %d files, want the snapshot alone", len(entries))
+					}
+				})
+			}
 		}
 	}
 }
 
-// TestSnapshotDamage damages a small snapshot in every way a byte can be damaged —
-// each byte flipped, the file cut at each length, a byte added — and checks that
-// every one is reported as corruption of that file.
-func TestSnapshotDamage(t *testing.T) {
-	dir := t.TempDir()
-	payloads := [][]byte{{}, []byte("hello"), bytes.Repeat([]byte("x"), 40), {0}}
-	path := writeSnapshot(t, dir, 7, payloads)
-	good, err := os.ReadFile(path)
+// checkSnapshotFile reads the snapshot at path and checks that it holds want at zxid.
+func checkSnapshotFile(t *testing.T, path string, zxid int64, want [][]byte) {
+	t.Helper()
+	got, records, err := readSnapshotFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := snapshotMinSize + 4*snapshotFrameSize + 46; len(good) != want {
-		t.Fatalf("snapshot is %d bytes, want %d", len(good), want)
+	if got != zxid || len(records) != len(want) {
+		t.Fatalf("read zxid %#x and %d records, want %#x and %d", got, len(records), zxid, len(want))
 	}
-	check := func(t *testing.T, what string, data []byte) {
-		t.Helper()
-		if err := os.WriteFile(path, data, 0o640); err != nil {
-			t.Fatal(err)
+	for i := range records {
+		if !bytes.Equal(records[i], want[i]) {
+			t.Fatalf("record %d differs: %d bytes, want %d", i, len(records[i]), len(want[i]))
 		}
-		_, _, err := readSnapshotFile(path)
-		var ce *CorruptError
-		if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) || ce.File != filepath.Base(path) ||
-			ce.Offset < 0 || ce.Offset > int64(len(good)) {
-			t.Fatalf("%s: got %v, want a CorruptError for %s", what, err, filepath.Base(path))
-		}
-	}
-	for off := range good {
-		for _, mask := range []byte{0x01, 0x80, 0xff} {
-			b := bytes.Clone(good)
-			b[off] ^= mask
-			check(t, fmt.Sprintf("byte %d ^ %#x", off, mask), b)
-		}
-	}
-	for n := range good {
-		check(t, fmt.Sprintf("cut to %d bytes", n), good[:n])
-	}
-	check(t, "a byte added", append(bytes.Clone(good), 0))
-	check(t, "records swapped", swapRecords(good))
-	if _, _, err := readSnapshotFile(path); err == nil {
-		t.Fatal("the last damage went unnoticed")
-	}
-	if err := os.WriteFile(path, good, 0o640); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := readSnapshotFile(path); err != nil {
-		t.Fatalf("undamaged snapshot: %v", err)
 	}
 }
 
-// swapRecords swaps the second and third records of the damage test's snapshot, each
-// whole with its checksum: only the checksum of the whole file can tell.
+// randomPayloads returns n payloads of size random bytes.
+func randomPayloads(n, size int) [][]byte {
+	rng := rand.New(rand.NewPCG(uint64(n), uint64(size)))
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = make([]byte, size)
+		for j := range out[i] {
+			out[i][j] = byte(rng.Uint32())
+		}
+	}
+	return out
+}
+
+// TestSnapshotDamage damages a small snapshot of each format in every way a byte can
+// be damaged — each byte flipped, the file cut at each length, a byte added — and
+// checks that every one is reported as corruption of that file.
+func TestSnapshotDamage(t *testing.T) {
+	payloads := [][]byte{{}, []byte("hello"), bytes.Repeat([]byte("x"), 40), {0}}
+	for _, v := range snapshotVersions {
+		t.Run(v.name, func(t *testing.T) {
+			path := writeSnapshotOn(t, nil, t.TempDir(), 7, v.version, payloads)
+			good, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := snapshotMinSize + 4*snapshotFrameSize + 46; v.version == snapshotVersion1 && len(good) != want {
+				t.Fatalf("snapshot is %d bytes, want %d", len(good), want)
+			}
+			for off := range good {
+				for _, mask := range []byte{0x01, 0x80, 0xff} {
+					b := bytes.Clone(good)
+					b[off] ^= mask
+					checkCorrupt(t, path, fmt.Sprintf("byte %d ^ %#x", off, mask), b)
+				}
+			}
+			for n := range good {
+				checkCorrupt(t, path, fmt.Sprintf("cut to %d bytes", n), good[:n])
+			}
+			checkCorrupt(t, path, "a byte added", append(bytes.Clone(good), 0))
+			if v.version == snapshotVersion1 {
+				checkCorrupt(t, path, "records swapped", swapRecords(good))
+			}
+			if err := os.WriteFile(path, good, 0o640); err != nil {
+				t.Fatal(err)
+			}
+			checkSnapshotFile(t, path, 7, payloads)
+		})
+	}
+}
+
+// checkCorrupt writes data over the snapshot file at path and checks that reading it
+// reports a CorruptError for that file at an offset within data.
+func checkCorrupt(t *testing.T, path, what string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := readSnapshotFile(path)
+	var ce *CorruptError
+	if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) || ce.File != filepath.Base(path) ||
+		ce.Offset < 0 || ce.Offset > int64(len(data)) {
+		t.Fatalf("%s: got %v, want a CorruptError for %s", what, err, filepath.Base(path))
+	}
+}
+
+// swapRecords swaps the second and third records of the damage test's version 1
+// snapshot, each whole with its checksum: only the checksum of the whole file can tell.
 func swapRecords(good []byte) []byte {
 	second := snapshotHeaderSize + snapshotFrameSize
 	third := second + snapshotFrameSize + 5
@@ -351,5 +399,66 @@ func TestRemoveSnapshotTemps(t *testing.T) {
 	}
 	if removed, err := RemoveSnapshotTemps(filepath.Join(dir, "missing"), nil); err != nil || removed != nil {
 		t.Fatalf("missing directory: %v %v", removed, err)
+	}
+}
+
+// version1Zxid and version1Records are what testdata/snapshot.0000000100000abc holds:
+// a snapshot written by the build before snapshots were compressed (version 1).
+const version1Zxid = 0x100000abc
+
+func version1Records() [][]byte {
+	out := [][]byte{[]byte("header"), {}}
+	for i := range 20 {
+		out = append(out, fmt.Appendf(nil, "/bench/d%03d/n%06d=%s", i/10, i, "abcdefghijklmnopqrstuvwxyz"))
+	}
+	return append(out, payloadFor(7, 5000))
+}
+
+// TestSnapshotReadsVersion1 reads a snapshot file as the build before this one wrote
+// it: data directories written by it must keep working.
+func TestSnapshotReadsVersion1(t *testing.T) {
+	path := filepath.Join("testdata", snapshotName(version1Zxid))
+	checkSnapshotFile(t, path, version1Zxid, version1Records())
+	// What the build before wrote is what version 1 still is, byte for byte.
+	old, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := os.ReadFile(writeSnapshotOn(t, nil, t.TempDir(), version1Zxid, snapshotVersion1, version1Records()))
+	if err != nil || !bytes.Equal(now, old) {
+		t.Fatalf("version 1 written now differs from testdata (%v)", err)
+	}
+}
+
+// TestWriteSnapshot writes a snapshot from a record function, whole with its stats, or
+// not at all once stop is closed.
+func TestWriteSnapshot(t *testing.T) {
+	payloads := snapshotPayloads(3000, func(i int) int { return i % 200 })
+	records := func(fn func([]byte) error) error {
+		for _, p := range payloads {
+			if err := fn(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	dir := t.TempDir()
+	n, err := WriteSnapshot(dir, 5, nil, nil, nil, records)
+	if err != nil || n != len(payloads) {
+		t.Fatalf("WriteSnapshot: %d records, %v", n, err)
+	}
+	checkSnapshotFile(t, filepath.Join(dir, snapshotName(5)), 5, payloads)
+	stats, err := WriteSnapshotStats(dir, 6, nil, nil, nil, records)
+	fi, _ := os.Stat(filepath.Join(dir, snapshotName(6)))
+	if err != nil || stats.Records != int64(len(payloads)) || fi == nil || stats.FileBytes != fi.Size() || stats.Ratio() <= 1 {
+		t.Fatalf("WriteSnapshotStats: %+v, %v", stats, err)
+	}
+	stop, stopped := make(chan struct{}), errors.New("stopped")
+	close(stop)
+	if stats, err := WriteSnapshotStats(dir, 7, nil, stop, stopped, records); err != stopped || stats != (SnapshotStats{}) {
+		t.Fatalf("after stop: %+v, %v", stats, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Fatalf("%d files, want the two snapshots written", len(entries))
 	}
 }
