@@ -301,11 +301,12 @@ func (sl *solo) snapshotLocked() bool {
 func (sl *solo) writeSnapshot(snap *datatree.Snapshot) error {
 	s := sl.s
 	start := time.Now()
-	records, err := store.WriteSnapshot(s.snapDir(), snap.Zxid, s.fs, s.stopping, errShuttingDown, snap.Records)
+	st, err := store.WriteSnapshot(s.snapDir(), snap.Zxid, s.fs, s.stopping, errShuttingDown, snap.Records)
 	if err != nil {
 		return err
 	}
-	s.logger.Info("snapshot written", "zxid", hexID(snap.Zxid), "records", records, "took", time.Since(start).Round(time.Millisecond))
+	s.logger.Info("snapshot written", "zxid", hexID(snap.Zxid), "records", st.Records, "bytes", st.FileBytes,
+		"compression", fmt.Sprintf("%.1fx", st.Ratio()), "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

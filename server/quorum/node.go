@@ -1136,9 +1136,10 @@ func (n *Node) maybeSnapshot() error {
 	go func() {
 		defer n.snapWG.Done()
 		start := time.Now()
-		err := n.storage.WriteSnapshot(md, view, n.stop)
+		st, err := n.storage.WriteSnapshot(md, view, n.stop)
 		if err == nil {
-			n.logger.Info("snapshot written", "index", applied, "took", time.Since(start).Round(time.Millisecond))
+			n.logger.Info("snapshot written", "index", applied, "records", st.Records, "bytes", st.FileBytes,
+				"compression", fmt.Sprintf("%.1fx", st.Ratio()), "took", time.Since(start).Round(time.Millisecond))
 		}
 		n.snapDone <- snapWritten{md: md, err: err}
 	}()

@@ -56,12 +56,12 @@ func snapshotPath(dir, sub string, index uint64) string {
 // WriteSnapshot implements Storage: the snapshot file of md is written through
 // store.CreateSnapshot — md as the first record, then the view's records — and
 // committed. It runs on its own goroutine while the Ready loop goes on.
-func (s *WALStorage) WriteSnapshot(md *raftpb.SnapshotMetadata, view StateSnapshot, stop <-chan struct{}) error {
+func (s *WALStorage) WriteSnapshot(md *raftpb.SnapshotMetadata, view StateSnapshot, stop <-chan struct{}) (store.SnapshotStats, error) {
 	first, err := proto.Marshal(md)
 	if err != nil {
-		return fmt.Errorf("quorum: encode snapshot metadata: %w", err)
+		return store.SnapshotStats{}, fmt.Errorf("quorum: encode snapshot metadata: %w", err)
 	}
-	_, err = store.WriteSnapshot(filepath.Join(s.cfg.Dir, snapSubdir), int64(md.GetIndex()), s.fs, stop, errSnapshotStopped,
+	st, err := store.WriteSnapshot(filepath.Join(s.cfg.Dir, snapSubdir), int64(md.GetIndex()), s.fs, stop, errSnapshotStopped,
 		func(fn func([]byte) error) error {
 			if err := fn(first); err != nil {
 				return err
@@ -69,9 +69,9 @@ func (s *WALStorage) WriteSnapshot(md *raftpb.SnapshotMetadata, view StateSnapsh
 			return view.Records(fn)
 		})
 	if err != nil {
-		return fmt.Errorf("quorum: write snapshot at index %d: %w", md.GetIndex(), err)
+		return st, fmt.Errorf("quorum: write snapshot at index %d: %w", md.GetIndex(), err)
 	}
-	return nil
+	return st, nil
 }
 
 // ReadSnapshot implements Storage: the records after the metadata of the snapshot

@@ -161,6 +161,13 @@ func TestRestartAfterCompactionRecoversState(t *testing.T) {
 		c.propose(1, fmt.Sprintf("v%d", i))
 	}
 	want := c.converged(57)
+	// A snapshot still being written when the member stops is left beside the one before
+	// (compaction records it and removes the older); wait for the last to be recorded.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if _, snaps := storageFiles(t, c.members[1].dir); len(snaps) == 1 && !c.members[1].node.writing.Load() {
+			break
+		}
+	}
 	c.stop(1)
 	if _, snaps := storageFiles(t, c.members[1].dir); len(snaps) != 1 {
 		t.Fatalf("snapshots %v, want one", snaps)

@@ -31,7 +31,7 @@ type Storage interface {
 	// WriteSnapshot writes the snapshot file of md: md, then the state machine's
 	// records as view yields them. It stops with errSnapshotStopped once stop is
 	// closed. The file is durable when it returns nil; Checkpoint then records it.
-	WriteSnapshot(md *raftpb.SnapshotMetadata, view StateSnapshot, stop <-chan struct{}) error
+	WriteSnapshot(md *raftpb.SnapshotMetadata, view StateSnapshot, stop <-chan struct{}) (store.SnapshotStats, error)
 	// Checkpoint records the snapshot WriteSnapshot made durable for md and drops the
 	// log before it: all but the keep entries before its index from memory (kept for
 	// slow followers) and every entry up to it from disk. A snapshot not newer than the

@@ -58,7 +58,7 @@ func (m *memberModel) run(s *WALStorage, rng *rand.Rand, steps int) error {
 			md := meta(idx, 1)
 			m.snaps[idx] = fmt.Sprint(resolve(m.recs)[:idx])
 			m.snapAt = idx
-			if err := s.WriteSnapshot(md, records(resolve(m.recs)[:idx]), nil); err != nil {
+			if _, err := s.WriteSnapshot(md, records(resolve(m.recs)[:idx]), nil); err != nil {
 				return err
 			}
 			if err := s.Checkpoint(md, uint64(rng.IntN(4))); err != nil {

@@ -96,6 +96,9 @@ func checkEntries(t *testing.T, s *WALStorage, first uint64, data []string, term
 	}
 }
 
+// snapErr is WriteSnapshot's error alone.
+func snapErr(_ store.SnapshotStats, err error) error { return err }
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
@@ -110,7 +113,7 @@ func TestStorageRecoversSnapshotBeforeCheckpoint(t *testing.T) {
 	s := openStorage(t, dir, nil)
 	must(t, s.Save(&raftpb.HardState{Term: new(uint64(1)), Commit: new(uint64(2))},
 		[]*raftpb.Entry{entry(1, 1, "a"), entry(1, 2, "b"), entry(1, 3, "c"), entry(1, 4, "d")}, nil, true))
-	must(t, s.WriteSnapshot(meta(3, 1), records{"x", "y"}, nil)) // the crash: no Checkpoint
+	must(t, snapErr(s.WriteSnapshot(meta(3, 1), records{"x", "y"}, nil))) // the crash: no Checkpoint
 	must(t, s.Close())
 
 	s = openStorage(t, dir, nil)
@@ -143,9 +146,9 @@ func TestStorageCheckpoint(t *testing.T) {
 		must(t, s.Save(&raftpb.HardState{Term: new(uint64(1)), Commit: new(i)}, []*raftpb.Entry{entry(1, i, d)}, nil, true))
 	}
 	segs := len(segmentNames(t, dir))
-	must(t, s.WriteSnapshot(meta(20, 1), records{"s20"}, nil))
+	must(t, snapErr(s.WriteSnapshot(meta(20, 1), records{"s20"}, nil)))
 	must(t, s.Checkpoint(meta(20, 1), 5))
-	must(t, s.WriteSnapshot(meta(50, 1), records{"s50"}, nil))
+	must(t, snapErr(s.WriteSnapshot(meta(50, 1), records{"s50"}, nil)))
 	must(t, s.Checkpoint(meta(50, 1), 5))
 	if first, _ := s.FirstIndex(); first != 46 {
 		t.Fatalf("memory first index %d, want 46 (five entries kept)", first)
@@ -193,7 +196,7 @@ func TestStorageReceive(t *testing.T) {
 	defer lead.Close()
 	must(t, lead.Save(&raftpb.HardState{Term: new(uint64(2)), Commit: new(uint64(3))},
 		[]*raftpb.Entry{entry(1, 1, "a"), entry(2, 2, "b"), entry(2, 3, "c")}, nil, true))
-	must(t, lead.WriteSnapshot(meta(3, 2), records{"r1", "r2", "r3"}, nil))
+	must(t, snapErr(lead.WriteSnapshot(meta(3, 2), records{"r1", "r2", "r3"}, nil)))
 	must(t, lead.Checkpoint(meta(3, 2), 0))
 	snap, err := lead.Snapshot()
 	must(t, err)
@@ -352,7 +355,7 @@ func TestStorageReplayAfterPurgeSkipsOverwrittenEntries(t *testing.T) {
 	must(t, s.Save(nil, ents, nil, true))
 	must(t, s.Save(&raftpb.HardState{Term: new(uint64(2)), Commit: new(uint64(4))},
 		[]*raftpb.Entry{entry(2, 3, "c2"), entry(2, 4, "d2")}, nil, true))
-	must(t, s.WriteSnapshot(meta(3, 2), records{"s3"}, nil))
+	must(t, snapErr(s.WriteSnapshot(meta(3, 2), records{"s3"}, nil)))
 	must(t, s.Checkpoint(meta(3, 2), 0))
 	// The first segment (entries 1-6) is purged; the second starts with term 1's
 	// entries 7-10, overwritten, after a hole.

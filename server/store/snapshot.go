@@ -445,17 +445,9 @@ func PurgeSnapshots(dir string, fsys FS, keep int) (removed []string, oldestKept
 
 // WriteSnapshot writes the snapshot file for zxid in dir whole: every record records
 // yields, committed, or nothing (Abort) on any error. Between records it gives up with
-// stopped once stop is closed. It returns how many records it wrote.
+// stopped once stop is closed. It returns the writer's Stats — the records, their bytes,
+// the file's size and so the compression ratio — for the caller to log; zero on an error.
 func WriteSnapshot(dir string, zxid int64, fsys FS, stop <-chan struct{}, stopped error,
-	records func(fn func(payload []byte) error) error) (int, error) {
-	stats, err := WriteSnapshotStats(dir, zxid, fsys, stop, stopped, records)
-	return int(stats.Records), err
-}
-
-// WriteSnapshotStats is WriteSnapshot returning the writer's Stats — the records, their
-// bytes, the file's size and so the compression ratio — for the caller to log; zero
-// on an error.
-func WriteSnapshotStats(dir string, zxid int64, fsys FS, stop <-chan struct{}, stopped error,
 	records func(fn func(payload []byte) error) error) (SnapshotStats, error) {
 	w, err := CreateSnapshot(dir, zxid, fsys)
 	if err != nil {

@@ -443,19 +443,18 @@ func TestWriteSnapshot(t *testing.T) {
 		return nil
 	}
 	dir := t.TempDir()
-	n, err := WriteSnapshot(dir, 5, nil, nil, nil, records)
-	if err != nil || n != len(payloads) {
-		t.Fatalf("WriteSnapshot: %d records, %v", n, err)
+	if st, err := WriteSnapshot(dir, 5, nil, nil, nil, records); err != nil || st.Records != int64(len(payloads)) {
+		t.Fatalf("WriteSnapshot: %d records, %v", st.Records, err)
 	}
 	checkSnapshotFile(t, filepath.Join(dir, snapshotName(5)), 5, payloads)
-	stats, err := WriteSnapshotStats(dir, 6, nil, nil, nil, records)
+	stats, err := WriteSnapshot(dir, 6, nil, nil, nil, records)
 	fi, _ := os.Stat(filepath.Join(dir, snapshotName(6)))
 	if err != nil || stats.Records != int64(len(payloads)) || fi == nil || stats.FileBytes != fi.Size() || stats.Ratio() <= 1 {
-		t.Fatalf("WriteSnapshotStats: %+v, %v", stats, err)
+		t.Fatalf("WriteSnapshot: %+v, %v", stats, err)
 	}
 	stop, stopped := make(chan struct{}), errors.New("stopped")
 	close(stop)
-	if stats, err := WriteSnapshotStats(dir, 7, nil, stop, stopped, records); err != stopped || stats != (SnapshotStats{}) {
+	if stats, err := WriteSnapshot(dir, 7, nil, stop, stopped, records); err != stopped || stats != (SnapshotStats{}) {
 		t.Fatalf("after stop: %+v, %v", stats, err)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
