@@ -159,6 +159,7 @@ func (s *Server) Start() (err error) {
 	if err = s.log.open(); err != nil {
 		return err
 	}
+	s.settleHeap()
 	// The client ports (listen) and, in an ensemble, the peer port (log.open) are the
 	// server: an address that cannot be bound fails the start. The admin HTTP port is an
 	// add-on (startAdmin), as in a ZooKeeper ensemble member.
