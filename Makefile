@@ -19,6 +19,7 @@ FUZZ_TARGETS := \
 	./server/wire:FuzzReadFrame \
 	./server/store:FuzzSegment \
 	./server/store:FuzzSnapshot \
+	./server/datatree:FuzzLoader \
 	./server:FuzzRequest \
 	./server:FuzzRaftEntry \
 	./server:FuzzNote \
