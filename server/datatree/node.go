@@ -281,9 +281,6 @@ func (r *nodeRef) acl() []wire.ACL {
 // The stat fields one at a time. Each decodes the record: a caller that wants several
 // takes Stat (or, inside the package, decode) once.
 
-// Czxid returns the zxid of the txn that created the node.
-func (n Node) Czxid() int64 { st, _, _ := n.decode(); return st.czxid }
-
 // Mzxid returns the zxid of the txn that last changed the node's data.
 func (n Node) Mzxid() int64 { st, _, _ := n.decode(); return st.mzxid }
 
@@ -354,13 +351,17 @@ func (n Node) Stat() wire.Stat {
 	}
 }
 
-// with returns a copy of n with its stat changed by change, and data if setData.
-func (n Node) with(change func(*stat), data []byte, setData bool) Node {
+// withStat returns a copy of n, its data kept, with its stat changed by change.
+func (n Node) withStat(change func(*stat)) Node {
 	st, flags, at := n.decode()
 	change(&st)
-	if !setData {
-		data = n.data(flags, at)
-	}
+	return newNode(n.Path(), n.data(flags, at), &st, n.ref.aclRef())
+}
+
+// withData returns a copy of n with data and its stat changed by change.
+func (n Node) withData(data []byte, change func(*stat)) Node {
+	st, _, _ := n.decode()
+	change(&st)
 	return newNode(n.Path(), data, &st, n.ref.aclRef())
 }
 

@@ -247,7 +247,7 @@ func (t *Tree) recountQuota(q string) {
 // setStatData replaces a stats node's data without changing its stat, as ZooKeeper does
 // (no version, mzxid or watch): the stats are the server's bookkeeping, not a client write.
 func (t *Tree) setStatData(old Node, data []byte) {
-	n := old.with(func(*stat) {}, data, true)
+	n := old.withData(data, func(*stat) {})
 	diff := int64(len(data) - len(old.Data()))
 	t.dataSize += diff
 	t.replace(old, n)

@@ -311,7 +311,7 @@ func (l *Loader) link(n Node) error {
 // countChildren puts the parent whose children have all come back with their number.
 func (l *Loader) countChildren() {
 	if l.children > 0 {
-		l.t.put(l.parent.with(func(st *stat) { st.numChildren = l.children }, nil, false))
+		l.t.put(l.parent.withStat(func(st *stat) { st.numChildren = l.children }))
 	}
 	l.parent, l.children = Node{}, 0
 }

@@ -282,11 +282,11 @@ func (t *Tree) CreateChild(parent Node, path string, data []byte, acl []wire.ACL
 	if t.recording {
 		t.record(func() { t.remove(n) })
 	}
-	t.replace(parent, parent.with(func(p *stat) {
+	t.replace(parent, parent.withStat(func(p *stat) {
 		p.childCreates++
 		p.numChildren++
 		p.pzxid = zxid
-	}, nil, false))
+	}))
 	t.quotaCreated(n)
 	return n, true
 }
@@ -301,10 +301,10 @@ func (t *Tree) Delete(path string, zxid int64) {
 	if t.recording {
 		t.record(func() { t.insert(n) })
 	}
-	t.replace(parent, parent.with(func(p *stat) {
+	t.replace(parent, parent.withStat(func(p *stat) {
 		p.numChildren--
 		p.pzxid = max(p.pzxid, zxid)
-	}, nil, false))
+	}))
 	t.quotaDeleted(n)
 }
 
@@ -316,10 +316,10 @@ func (t *Tree) SetData(path string, data []byte, zxid, time int64) Node {
 // SetNodeData is SetData of old, the node now in the tree at its path, which the
 // caller has looked up already: one walk of the index fewer.
 func (t *Tree) SetNodeData(old Node, data []byte, zxid, time int64) Node {
-	n := old.with(func(st *stat) {
+	n := old.withData(data, func(st *stat) {
 		st.mzxid, st.mtime = zxid, time
 		st.version++
-	}, data, true)
+	})
 	delta := int64(len(data) - len(old.Data()))
 	t.dataSize += delta
 	t.replace(old, n)
@@ -442,5 +442,5 @@ func (t *Tree) ReconfigTo(data []byte, zxid, time int64) {
 func (t *Tree) setConfig(data []byte, change func(*stat)) {
 	old := t.Get(ConfigPath)
 	t.dataSize += int64(len(data) - len(old.Data()))
-	t.put(old.with(change, data, true))
+	t.put(old.withData(data, change))
 }
