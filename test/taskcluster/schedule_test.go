@@ -1,12 +1,9 @@
 package taskcluster
 
 import (
-	"encoding/json"
-	"slices"
+	"context"
 	"testing"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 
 	"github.com/paddock/paddock/internal/testutil"
 	"github.com/paddock/paddock/task"
@@ -31,12 +28,7 @@ func TestScheduleAcrossMasterKill(t *testing.T) {
 	job := task.Job{Name: "tick", Task: c.runOnce(""), Schedule: "* * * * * *", Start: start, End: end,
 		Misfire: task.MisfireRunOnce, MisfireThreshold: task.Duration(time.Second), Concurrency: task.ConcurrencyAllow,
 		Enabled: true, EnabledSince: now, Created: now}
-	data, _ := json.Marshal(job)
-	conn := c.s.Conn()
-	if _, err := conn.Create(c.layout.Jobs(), nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
-		t.Fatal(err)
-	}
-	if _, err := conn.Create(c.layout.Job(job.Name), data, 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if err := c.client.CreateJob(context.Background(), job); err != nil {
 		t.Fatal(err)
 	}
 
@@ -47,23 +39,11 @@ func TestScheduleAcrossMasterKill(t *testing.T) {
 	t.Logf("m2 took over %v after m1's kill -9", time.Since(killed).Round(time.Millisecond))
 	time.Sleep(time.Until(end.Add(3 * time.Second)))
 
-	names, _, err := conn.Children(c.layout.Fires(job.Name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(names)
 	covered := map[time.Time]int{}
 	var started []task.Fire
 	skipped, late := 0, 0
-	for _, name := range names {
-		data, _, err := conn.Get(c.layout.Fire(job.Name, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var f task.Fire
-		if err := json.Unmarshal(data, &f); err != nil {
-			t.Fatal(err)
-		}
+	fires := c.jobFires(job.Name)
+	for _, f := range fires {
 		first := f.Scheduled
 		if f.Covers > 1 {
 			first = f.First
@@ -80,7 +60,7 @@ func TestScheduleAcrossMasterKill(t *testing.T) {
 		case f.Outcome == task.FireSkipped && f.Reason == task.ReasonMisfire:
 			skipped += max(f.Covers, 1)
 		default:
-			t.Errorf("fire %s: %+v, want started or skipped as a misfire", name, f)
+			t.Errorf("fire of %v: %+v, want started or skipped as a misfire", f.Scheduled.Format(time.TimeOnly), f)
 		}
 	}
 	for at := start; !at.After(end); at = at.Add(time.Second) {
@@ -93,7 +73,7 @@ func TestScheduleAcrossMasterKill(t *testing.T) {
 		t.Errorf("%v, outside the job's start and end, is on record %d times", at, n)
 	}
 	t.Logf("%d fires: %d started (%d of them late, for seconds missed), %d seconds skipped as misfires",
-		len(names), len(started), late, skipped)
+		len(fires), len(started), late, skipped)
 	if late == 0 {
 		// The takeover takes more than the threshold: at least one second is missed, and
 		// run_once runs the latest missed one late (the others, if any, are skipped).

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/paddock/paddock/internal/testutil"
 	"github.com/paddock/paddock/task"
 )
@@ -34,12 +32,7 @@ func TestShardedJob(t *testing.T) {
 		Env: map[string]string{"RUN_LOG": c.runLog}}
 	job := task.Job{Name: "shards", Task: spec, Schedule: "*/2 * * * * *", Concurrency: task.ConcurrencySkip,
 		Shards: 6, ShardParams: []string{"p0", "p1", "p2", "p3", "p4", "p5"}, Enabled: true, EnabledSince: time.Now().UTC()}
-	data, _ := json.Marshal(job)
-	conn := c.s.Conn()
-	if _, err := conn.Create(c.layout.Jobs(), nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
-		t.Fatal(err)
-	}
-	if _, err := conn.Create(c.layout.Job(job.Name), data, 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if err := c.client.CreateJob(context.Background(), job); err != nil {
 		t.Fatal(err)
 	}
 
