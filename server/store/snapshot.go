@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // The snapshot layout is drawn in doc.go; keep the two in step.
@@ -71,9 +73,10 @@ type SnapshotWriter struct {
 	tmp     string // the file being written
 	final   string // its name once committed
 	f       File
-	raw     []byte // records not yet compressed; cap is snapshotBlockSize (version 2)
-	block   []byte // the last block compressed, reused
-	buf     []byte // file bytes not yet written, which go at off; cap is snapshotWriteSize
+	raw     []byte        // records not yet compressed; cap is snapshotBlockSize (version 2)
+	block   []byte        // the last block compressed, reused
+	enc     *zstd.Encoder // the writer's own (newSnapshotEncoder), made at the first block
+	buf     []byte        // file bytes not yet written, which go at off; cap is snapshotWriteSize
 	off     int64
 	align   int    // writes start and end on multiples of align (O_DIRECT), or 0
 	crc     uint32 // CRC-32C of every byte given to put
@@ -209,7 +212,10 @@ func (w *SnapshotWriter) putRecords(p []byte) error {
 
 // compress puts the records held as one block into the file.
 func (w *SnapshotWriter) compress() error {
-	w.block = appendBlock(w.block[:0], w.raw)
+	if w.enc == nil {
+		w.enc = newSnapshotEncoder()
+	}
+	w.block = appendBlock(w.enc, w.block[:0], w.raw)
 	w.raw = w.raw[:0]
 	return w.put(w.block)
 }

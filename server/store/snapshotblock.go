@@ -30,20 +30,23 @@ const (
 	snapshotBlockMaxStored = snapshotBlockSize + 1<<10
 )
 
-// snapshotEncoder compresses blocks. Its EncodeAll is safe for concurrent use and
+// newSnapshotEncoder returns an encoder for one snapshot's blocks. Its EncodeAll is
 // deterministic: the same records make the same bytes. The fastest level compressed
 // znode records as well as the default one or better, and wrote them up to 1.6 times
-// as fast; each frame carries zstd's checksum (XXH64) of the bytes it decodes to.
-var snapshotEncoder = sync.OnceValue(func() *zstd.Encoder {
+// as fast; each frame carries zstd's checksum (XXH64) of the bytes it decodes to. Each
+// writer makes its own and drops it when done: an encoder's state, about 10 MiB, is
+// then held only while a snapshot is written, not for the life of the process.
+func newSnapshotEncoder() *zstd.Encoder {
 	enc, err := zstd.NewWriter(nil,
 		zstd.WithEncoderLevel(zstd.SpeedFastest),
+		zstd.WithEncoderConcurrency(1),
 		zstd.WithWindowSize(snapshotBlockSize), // a block is a frame: no more history to keep
 		zstd.WithEncoderCRC(true))
 	if err != nil {
 		panic(fmt.Sprintf("store: snapshot encoder: %v", err)) // constant options
 	}
 	return enc
-})
+}
 
 // snapshotDecoder decodes blocks. Its DecodeAll is safe for concurrent use; it refuses
 // a frame that would decode to more than a block, whatever its header claims, before
@@ -60,11 +63,11 @@ var snapshotDecoder = sync.OnceValue(func() *zstd.Decoder {
 })
 
 // appendBlock appends raw, at most snapshotBlockSize bytes of the record stream, to
-// dst as one block: its header, then raw compressed as one zstd frame.
-func appendBlock(dst, raw []byte) []byte {
+// dst as one block: its header, then raw compressed by enc as one zstd frame.
+func appendBlock(enc *zstd.Encoder, dst, raw []byte) []byte {
 	at := len(dst)
 	dst = append(dst, make([]byte, snapshotBlockHeaderSize)...)
-	dst = snapshotEncoder().EncodeAll(raw, dst)
+	dst = enc.EncodeAll(raw, dst)
 	le := binary.LittleEndian
 	le.PutUint32(dst[at+4:], uint32(len(dst)-at-snapshotBlockHeaderSize))
 	le.PutUint32(dst[at+8:], uint32(len(raw)))

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -132,12 +133,12 @@ func hostileSnapshots() []hostileSnapshot {
 		{"frame decoding to 2 MiB, no size given", "does not decode",
 			snapshotOf(1, 1, blockOf(zstdFrame(0x00, []byte{7 << 3}, 128<<10, 16), snapshotBlockSize))},
 		{"frame decoding to more than its block says", "block decodes to",
-			snapshotOf(1, 1, blockOf(snapshotEncoder().EncodeAll(big, nil), 1000))},
+			snapshotOf(1, 1, blockOf(testEncoder().EncodeAll(big, nil), 1000))},
 		{"record of MaxPayload in a small file", "record truncated", snapshotOf(1, 1,
-			appendBlock(nil, le.AppendUint32(make([]byte, 0, 104), MaxPayload)[:104]), appendBlock(nil, make([]byte, 1000)))},
-		{"record over MaxPayload", "over the limit", snapshotOf(1, 1, appendBlock(nil, le.AppendUint32(nil, MaxPayload+1)))},
-		{"record cut by the end of the records", "record truncated", snapshotOf(1, 1, appendBlock(nil, recordsOf([]byte("whole"))[:7]))},
-		{"length cut by the end of the records", "record truncated", snapshotOf(1, 1, appendBlock(nil, []byte{1, 0}))},
+			appendBlock(testEncoder(), nil, le.AppendUint32(make([]byte, 0, 104), MaxPayload)[:104]), appendBlock(testEncoder(), nil, make([]byte, 1000)))},
+		{"record over MaxPayload", "over the limit", snapshotOf(1, 1, appendBlock(testEncoder(), nil, le.AppendUint32(nil, MaxPayload+1)))},
+		{"record cut by the end of the records", "record truncated", snapshotOf(1, 1, appendBlock(testEncoder(), nil, recordsOf([]byte("whole"))[:7]))},
+		{"length cut by the end of the records", "record truncated", snapshotOf(1, 1, appendBlock(testEncoder(), nil, []byte{1, 0}))},
 		{"empty block", "block decodes to 0 bytes", snapshotOf(1, 0, blockOf(nil, 0))},
 	}
 }
@@ -173,7 +174,7 @@ func TestSnapshotHostile(t *testing.T) {
 
 // TestSnapshotBlockBound checks snapshotBlockMaxStored against the encoder's own bound.
 func TestSnapshotBlockBound(t *testing.T) {
-	if n := snapshotEncoder().MaxEncodedSize(snapshotBlockSize); n > snapshotBlockMaxStored {
+	if n := testEncoder().MaxEncodedSize(snapshotBlockSize); n > snapshotBlockMaxStored {
 		t.Fatalf("a block may store in %d bytes, over snapshotBlockMaxStored (%d)", n, snapshotBlockMaxStored)
 	}
 }
@@ -241,3 +242,6 @@ func TestSnapshotLargeRecord(t *testing.T) {
 		t.Fatalf("Append of MaxPayload+1 bytes: %v, want ErrTooLarge", err)
 	}
 }
+
+// testEncoder is the tests' one encoder.
+var testEncoder = sync.OnceValue(newSnapshotEncoder)
