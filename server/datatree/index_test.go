@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/paddock/paddock/server/wire"
 )
 
 // indexModel is what an index must hold: paths by key, compared by sorting.
@@ -52,6 +54,20 @@ func checkIndex(t *testing.T, step string, x *index, m indexModel, r *rand.Rand)
 	walk = func(b *bnode, d int, root bool) {
 		if len(b.items) > maxItems || (!root && len(b.items) == 0) {
 			t.Fatalf("%s: a node of %d items", step, len(b.items))
+		}
+		live := 0
+		for i, off := range b.items {
+			if int(off) >= len(b.buf) {
+				t.Fatalf("%s: item %d at %d of a %d-byte buffer", step, i, off, len(b.buf))
+			}
+			_, k, size := b.entry(off)
+			if int(k) >= len(b.kinds) || len(b.kinds) > maxKinds {
+				t.Fatalf("%s: item %d names kind %d of %d", step, i, k, len(b.kinds))
+			}
+			live += size
+		}
+		if live != b.live || live > len(b.buf) {
+			t.Fatalf("%s: items take %d bytes, the node counts %d, its buffer has %d", step, live, b.live, len(b.buf))
 		}
 		if b.children == nil {
 			if depth == -1 {
@@ -113,7 +129,16 @@ func TestIndexRandomized(t *testing.T) {
 				}
 				delete(m, path)
 			} else {
-				n := newNode(path, []byte(fmt.Sprint(step)), &stat{czxid: int64(step)}, openACL)
+				// Mostly the open ACL; some nodes a list of their own, some data kept in
+				// their own reference: a node's table of references fills and is renewed.
+				ref, data := openACL, []byte(fmt.Sprint(step))
+				switch r.IntN(10) {
+				case 0:
+					ref = &nodeRef{list: []wire.ACL{{Perms: wire.PermRead, Scheme: "world", ID: "anyone"}}}
+				case 1:
+					data = make([]byte, inlineDataMax+1+r.IntN(100))
+				}
+				n := newNode(path, data, &stat{czxid: int64(step)}, ref)
 				old, replaced := x.ReplaceOrInsert(n)
 				if prev, had := m[path]; replaced != had || old != prev {
 					t.Fatalf("seed %d step %d: ReplaceOrInsert(%q) replaced %v, model had it: %v", seed, step, path, replaced, had)
@@ -193,5 +218,61 @@ func TestIndexDeleteDeep(t *testing.T) {
 	}
 	if got := collect(clone); !slices.Equal(got, before) {
 		t.Fatalf("the clone changed: %d nodes, had %d", len(got), len(before))
+	}
+}
+
+// TestIndexRefTableRenewed: a node whose items keep changing to references of their own
+// (lists of their own, data over inlineDataMax) renews its table of kinds, which entries
+// name in a byte, when it fills — before its buffer does, where the other items are
+// large.
+func TestIndexRefTableRenewed(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	x, m := newIndex(), indexModel{}
+	put := func(n Node) {
+		x.ReplaceOrInsert(n)
+		m[n.Path()] = n
+	}
+	for i := range maxItems - 2 {
+		put(newNode(fmt.Sprintf("/r/big%02d", i), make([]byte, inlineDataMax), &stat{}, openACL))
+	}
+	renewed := false
+	for i := range 4 * maxKinds {
+		if i%2 == 0 {
+			put(newNode("/r/x", make([]byte, inlineDataMax+1), &stat{czxid: int64(i)}, openACL))
+		} else {
+			put(newNode("/r/x", nil, &stat{czxid: int64(i)}, &nodeRef{list: []wire.ACL{{Perms: wire.PermRead, Scheme: "ip", ID: fmt.Sprint(i)}}}))
+		}
+		renewed = renewed || len(x.root.kinds) == maxKinds
+		if got, _ := x.Get(keyOfPath("/r/x")); got != m["/r/x"] {
+			t.Fatalf("put %d: /r/x has reference %p, want %p", i, got.ref, m["/r/x"].ref)
+		}
+	}
+	if x.root.children != nil || !renewed {
+		t.Fatalf("the test did not fill one node's table (a leaf: %v)", x.root.children == nil)
+	}
+	checkIndex(t, "after many references", x, m, r)
+}
+
+// TestIndexCloneReadOnly: a clone shares the original's buffers, which the original
+// writes on into: a write to the clone is a bug, and panics.
+func TestIndexCloneReadOnly(t *testing.T) {
+	x := newIndex()
+	x.ReplaceOrInsert(newNode("/a", nil, &stat{}, openACL))
+	c := x.Clone()
+	for name, write := range map[string]func(){
+		"ReplaceOrInsert": func() { c.ReplaceOrInsert(newNode("/b", nil, &stat{}, openACL)) },
+		"Delete":          func() { c.Delete(keyOfPath("/a")) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s on a clone did not panic", name)
+				}
+			}()
+			write()
+		}()
+	}
+	if c.Len() != 1 || x.Len() != 1 {
+		t.Fatalf("the clone holds %d nodes, the original %d; want 1 and 1", c.Len(), x.Len())
 	}
 }

@@ -3,7 +3,6 @@ package datatree
 import (
 	"encoding/binary"
 	"math/bits"
-	"strings"
 	"unsafe"
 
 	"github.com/paddock/paddock/server/wire"
@@ -36,24 +35,24 @@ const (
 // is released, and a snapshot shares the nodes of the live tree until they change. The
 // zero Node is no node: Get returns it for a path that does not exist.
 //
-// A node is one record — a string, which the garbage collector never scans — and a
-// pointer to its interned ACL list:
+// A node is its parent's path, one record — a string, which the garbage collector never
+// scans — and a pointer to its interned ACL list. The record is
 //
-//	0x00 | uvarint len(path) | uvarint where its last "/" is | path | flags |
-//	uvarint czxid | varint ctime | the stat fields that differ from their defaults,
-//	as flags says | data, when it is small
+//	uvarint len(name) | name | flags | uvarint czxid | varint ctime |
+//	the stat fields that differ from their defaults, as flags says | data, when it is small
 //
-// The lengths give the index's comparisons the (parent, name) pair they order by
-// without searching the path; a lookup's probe is the same prefix and path alone.
-// (The leading 0x00 is room for a format change: a record can never start with "/".)
+// In the index, records live in their B-tree node's buffer and the parent's path once in
+// the B-tree node's table of parents, which the node's siblings share (index.go): a path
+// costs its last segment a znode, not its whole length.
 //
-// A fresh leaf's stat takes about 12 bytes where eleven fixed fields took 64, and its
-// path and data share one allocation with it (docs/performance.md, "Memory"). Data over
-// inlineDataMax lives beside the record, in the node's own ref, so that a change of a
-// parent's child counters copies no more than inlineDataMax bytes of its data.
+// A fresh leaf's stat takes about 12 bytes where eleven fixed fields took 64 (docs/
+// performance.md, "Memory"). Data over inlineDataMax lives beside the record, in the
+// node's own ref, so that a change of a parent's child counters copies no more than
+// inlineDataMax bytes of its data.
 type Node struct {
-	rec string
-	ref *nodeRef
+	parent string // the parent's path: "/" for a child of the root, "" for the root
+	rec    string
+	ref    *nodeRef
 }
 
 // nodeRef is what a record cannot hold: the ACL list, interned (nodes with equal lists
@@ -96,6 +95,12 @@ type stat struct {
 
 // newNode builds the node for path with data, stat st and ACL list ref (interned).
 func newNode(path string, data []byte, st *stat, ref *nodeRef) Node {
+	parent, name := indexKey(path)
+	return build(parent, name, data, st, ref)
+}
+
+// build builds the node named name under parent (the index's key of its path).
+func build(parent, name string, data []byte, st *stat, ref *nodeRef) Node {
 	var flags byte
 	var hdr [1 + 6*binary.MaxVarintLen64 + 8 + 4*binary.MaxVarintLen32]byte
 	h := hdr[:1]
@@ -137,34 +142,62 @@ func newNode(path string, data []byte, st *stat, ref *nodeRef) Node {
 		ref = &nodeRef{list: ref.acl(), data: data, interned: ref.aclRef()}
 	}
 	h[0] = flags
-	b := appendKey(make([]byte, 0, keyLen(path)+len(h)+len(inline)), path)
+	b := make([]byte, 0, uvarintLen(uint64(len(name)))+len(name)+len(h)+len(inline))
+	b = binary.AppendUvarint(b, uint64(len(name)))
+	b = append(b, name...)
 	b = append(b, h...)
 	b = append(b, inline...)
-	return Node{rec: unsafe.String(unsafe.SliceData(b), len(b)), ref: ref}
+	return Node{parent: parent, rec: unsafe.String(unsafe.SliceData(b), len(b)), ref: ref}
 }
 
 // Exists reports whether n is a node (not the zero Node).
 func (n Node) Exists() bool { return n.rec != "" }
 
-// Path returns the node's full path.
+// Path returns the node's full path. It is built on each call: a caller that wants to
+// compare it takes is.
 func (n Node) Path() string {
-	path, _, _ := n.path()
-	return path
+	switch n.parent {
+	case "":
+		return RootPath
+	case RootPath:
+		return RootPath + n.name()
+	}
+	return n.parent + "/" + n.name()
 }
 
-// path returns the path of a record, where its last "/" is, and where the record's
-// stat starts.
-func (n Node) path() (path string, slash, end int) {
-	l, k := uvarintString(n.rec[1:])
-	sl, k2 := uvarintString(n.rec[1+k:])
-	start := 1 + k + k2
-	end = start + int(l)
-	return n.rec[start:end], int(sl), end
+// is reports whether path is the node's path, without building it.
+func (n Node) is(path string) bool {
+	parent, name := indexKey(path)
+	return parent == n.parent && name == n.name()
+}
+
+// pathLen returns len(n.Path()), without building it.
+func (n Node) pathLen() int {
+	switch n.parent {
+	case "":
+		return 1
+	case RootPath:
+		return 1 + len(n.name())
+	}
+	return len(n.parent) + 1 + len(n.name())
+}
+
+// name returns the node's last path segment ("" for the root).
+func (n Node) name() string {
+	name, _ := n.nameEnd()
+	return name
+}
+
+// nameEnd returns the record's name and where the stat after it starts.
+func (n Node) nameEnd() (string, int) {
+	l, k := uvarintString(n.rec)
+	end := k + int(l)
+	return n.rec[k:end], end
 }
 
 // decode returns the node's stat, flags and where its inline data starts.
 func (n Node) decode() (st stat, flags byte, dataAt int) {
-	_, _, i := n.path()
+	_, i := n.nameEnd()
 	flags = n.rec[i]
 	i++
 	uvarint := func() uint64 {
@@ -203,21 +236,7 @@ func (n Node) decode() (st stat, flags byte, dataAt int) {
 	return st, flags, i
 }
 
-// keyLen is the length of a record's prefix and path.
-func keyLen(path string) int {
-	slash := max(strings.LastIndexByte(path, '/'), 0)
-	return 1 + uvarintLen(uint64(len(path))) + uvarintLen(uint64(slash)) + len(path)
-}
-
 func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
-
-// appendKey appends a record's prefix and path to b.
-func appendKey(b []byte, path string) []byte {
-	b = append(b, 0)
-	b = binary.AppendUvarint(b, uint64(len(path)))
-	b = binary.AppendUvarint(b, uint64(max(strings.LastIndexByte(path, '/'), 0)))
-	return append(b, path...)
-}
 
 // uvarintString is binary.Uvarint of a string, without converting it. Records are built
 // by newNode only, so the varint is well formed.
@@ -355,14 +374,14 @@ func (n Node) Stat() wire.Stat {
 func (n Node) withStat(change func(*stat)) Node {
 	st, flags, at := n.decode()
 	change(&st)
-	return newNode(n.Path(), n.data(flags, at), &st, n.ref.aclRef())
+	return build(n.parent, n.name(), n.data(flags, at), &st, n.ref.aclRef())
 }
 
 // withData returns a copy of n with data and its stat changed by change.
 func (n Node) withData(data []byte, change func(*stat)) Node {
 	st, _, _ := n.decode()
 	change(&st)
-	return newNode(n.Path(), data, &st, n.ref.aclRef())
+	return build(n.parent, n.name(), data, &st, n.ref.aclRef())
 }
 
 // aclRef returns the interned nodeRef of r's list: r, or for a node's own nodeRef, the

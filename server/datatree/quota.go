@@ -152,6 +152,11 @@ func (t *Tree) Quotas() []string { return slices.Sorted(maps.Keys(t.quotas)) }
 // parent (QuotaPath+P/zookeeper_limits names P) and its name; ok is false elsewhere.
 func quotaPathOf(path string) (quota, name string, ok bool) {
 	parent, name := splitPath(path)
+	return quotaKeyOf(parent, name)
+}
+
+// quotaKeyOf is quotaPathOf of the path with index key (parent, name).
+func quotaKeyOf(parent, name string) (quota string, _ string, ok bool) {
 	quota, ok = strings.CutPrefix(parent, QuotaPath)
 	if !ok || !strings.HasPrefix(quota, "/") {
 		return "", "", false
@@ -161,13 +166,16 @@ func quotaPathOf(path string) (quota, name string, ok bool) {
 
 // quotaCreated keeps the quotas up to date after n was created.
 func (t *Tree) quotaCreated(n Node) {
-	if q, name, ok := quotaPathOf(n.Path()); ok {
+	if q, name, ok := quotaKeyOf(n.parent, n.name()); ok {
 		switch name {
 		case QuotaLimitNode:
 			t.addQuota(q)
 		case QuotaStatNode:
 			t.recountQuota(q)
 		}
+	}
+	if len(t.quotas) == 0 {
+		return
 	}
 	if q := t.quotaOf(n.Path()); q != "" {
 		t.addQuotaStat(q, int64(len(n.Data())), 1)
@@ -176,13 +184,16 @@ func (t *Tree) quotaCreated(n Node) {
 
 // quotaDeleted keeps the quotas up to date after n was deleted.
 func (t *Tree) quotaDeleted(n Node) {
-	if q, name, ok := quotaPathOf(n.Path()); ok && name == QuotaLimitNode {
+	if q, name, ok := quotaKeyOf(n.parent, n.name()); ok && name == QuotaLimitNode {
 		if _, had := t.quotas[q]; had {
 			delete(t.quotas, q)
 			if t.recording {
 				t.record(func() { t.quotas[q] = struct{}{} })
 			}
 		}
+	}
+	if len(t.quotas) == 0 {
+		return
 	}
 	if q := t.quotaOf(n.Path()); q != "" {
 		t.addQuotaStat(q, -int64(len(n.Data())), -1)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strings"
 	"unsafe"
 
 	"github.com/paddock/paddock/server/wire"
@@ -87,7 +88,13 @@ func (s *Snapshot) body(e *wire.Encoder, fn func(payload []byte) error) error {
 func encodeNode(e *wire.Encoder, n Node) {
 	st, flags, at := n.decode()
 	e.Int(recordNode)
-	e.String(n.Path())
+	// The path, as e.String(n.Path()) would write it, without building it.
+	e.Int(int32(n.pathLen()))
+	if n.parent != RootPath {
+		e.RawString(n.parent) // "" for the root
+	}
+	e.RawString("/")
+	e.RawString(n.name())
 	e.Buffer(n.data(flags, at))
 	e.Int(int32(len(n.ACL())))
 	for _, a := range n.ACL() {
@@ -138,6 +145,8 @@ type Loader struct {
 	last     Node   // the last node decoded: nodes come in index order
 	batch    []Node // decoded nodes not handed to the inserter yet
 	lastACL  *nodeRef
+	// parentPath is the parent of the last node decoded, which its next siblings share.
+	parentPath string
 
 	// The inserter's side. batches is nil until the first batch; done is closed when
 	// the inserter has returned, and insertErr (its first error) may be read then.
@@ -218,7 +227,12 @@ func (l *Loader) addNode(d *wire.Decoder) error {
 	if len(data) > inlineDataMax {
 		data = bytes.Clone(data) // kept by reference, beside the record
 	}
-	n := newNode(path, data, &st, ref)
+	// The node keeps its parent's path: a copy, which the parent's children share.
+	parent, name := indexKey(path)
+	if parent != l.parentPath {
+		l.parentPath = strings.Clone(parent)
+	}
+	n := build(l.parentPath, name, data, &st, ref)
 	if l.last.Exists() && !nodeLess(l.last, n) {
 		// In index order every path is new; out of order, it might repeat one.
 		return fmt.Errorf("%w: %q out of order or twice (after %q)", ErrBadSnapshot, n.Path(), l.last.Path())
@@ -278,6 +292,8 @@ func (l *Loader) flush() {
 // insertLoop links and inserts the batches in order; after an error it drains them.
 func (l *Loader) insertLoop() {
 	defer close(l.done)
+	l.t.index.loading = true
+	defer func() { l.t.index.loading = false }()
 	for b := range l.batches {
 		for _, n := range b {
 			if l.insertErr != nil {
@@ -293,14 +309,13 @@ func (l *Loader) insertLoop() {
 
 // link counts n as its parent's child and inserts it.
 func (l *Loader) link(n Node) error {
-	if path := n.Path(); path != RootPath {
-		parentPath, _ := splitPath(path)
-		if !l.parent.Exists() || l.parent.Path() != parentPath {
+	if parentPath := n.parent; parentPath != "" {
+		if !l.parent.Exists() || !l.parent.is(parentPath) {
 			l.countChildren()
 			l.parent, l.children = l.t.Get(parentPath), 0
 		}
 		if !l.parent.Exists() {
-			return fmt.Errorf("%w: %q comes before its parent", ErrBadSnapshot, path)
+			return fmt.Errorf("%w: %q comes before its parent", ErrBadSnapshot, n.Path())
 		}
 		l.children++
 	}

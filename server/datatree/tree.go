@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/paddock/paddock/server/wire"
 )
@@ -25,21 +24,10 @@ type Session struct {
 }
 
 // The index orders nodes by (parent path, name), so that a node's children are one
-// contiguous, sorted range and every parent sorts before its children. The pair is
-// derived from the path on each comparison rather than stored: a B-tree filled by
-// sequential creates is half empty, so every byte of an item counts twice.
+// contiguous, sorted range and every parent sorts before its children.
 
-// key returns the (parent, name) pair an index item (a node or a probe) is ordered by.
-func key(n Node) (parent, name string) {
-	path, slash, _ := n.path()
-	switch {
-	case len(path) == 1:
-		return "", "" // the root
-	case slash == 0:
-		return "/", path[1:]
-	}
-	return path[:slash], path[slash+1:]
-}
+// key returns the (parent, name) pair a node is ordered by.
+func key(n Node) (parent, name string) { return n.parent, n.name() }
 
 // indexKey returns the (parent, name) pair a path is ordered by; the root is ("", "").
 // A path ending in "/" gives (its parent, ""): the key just before its first child.
@@ -122,33 +110,42 @@ func (t *Tree) insert(n Node) {
 // version of the node's data alive.
 func (t *Tree) account(n Node) {
 	st, flags, at := n.decode()
-	path := n.Path()
-	t.dataSize += int64(len(path) + n.dataLen(flags, at))
-	switch kindOf(st.owner) {
+	t.dataSize += int64(n.pathLen() + n.dataLen(flags, at))
+	kind := kindOf(st.owner)
+	if kind == Persistent {
+		return
+	}
+	path := n.Path() // a copy
+	switch kind {
 	case Ephemeral:
 		m := t.ephemerals[st.owner]
 		if m == nil {
 			m = make(map[string]struct{})
 			t.ephemerals[st.owner] = m
 		}
-		m[strings.Clone(path)] = struct{}{}
+		m[path] = struct{}{}
 	case Container:
-		t.containers[strings.Clone(path)] = struct{}{}
+		t.containers[path] = struct{}{}
 	case TTL:
-		t.ttls[strings.Clone(path)] = struct{}{}
+		t.ttls[path] = struct{}{}
 	}
 }
 
 // remove drops a node from the index and the secondary indexes.
 func (t *Tree) remove(n Node) {
-	path := n.Path()
-	t.index.Delete(keyOfPath(path))
-	if t.hot.Exists() && t.hot.Path() == path {
+	k := keyOfNode(n)
+	t.index.Delete(k)
+	if t.hot.Exists() && keyOfNode(t.hot) == k {
 		t.hot = Node{}
 	}
 	st, flags, at := n.decode()
-	t.dataSize -= int64(len(path) + n.dataLen(flags, at))
-	switch kindOf(st.owner) {
+	t.dataSize -= int64(n.pathLen() + n.dataLen(flags, at))
+	kind := kindOf(st.owner)
+	if kind == Persistent {
+		return
+	}
+	path := n.Path()
+	switch kind {
 	case Ephemeral:
 		if m := t.ephemerals[st.owner]; m != nil {
 			delete(m, path)
@@ -167,7 +164,7 @@ func (t *Tree) remove(n Node) {
 // ZooKeeper's DataTree (which keys the root by ""). The node is immutable: it stays
 // valid, describing the node as it was, after the tree changes.
 func (t *Tree) Get(path string) Node {
-	if h := t.hot; h.Exists() && h.Path() == path {
+	if h := t.hot; h.Exists() && h.is(path) {
 		return h
 	}
 	n, _ := t.index.Get(keyOfPath(path))
@@ -183,8 +180,7 @@ func (t *Tree) Children(path string) []string {
 	}
 	out := make([]string, 0, n.NumChildren())
 	t.eachChild(path, func(c Node) {
-		_, name := indexKey(c.Path())
-		out = append(out, name)
+		out = append(out, c.name())
 	})
 	return out
 }
@@ -196,7 +192,7 @@ func (t *Tree) eachChild(path string, fn func(Node)) {
 	}
 	// (path, "") is just before path's first child.
 	t.index.AscendGreaterOrEqual(ikey{parent: path}, func(c Node) bool {
-		if parent, _ := indexKey(c.Path()); parent != path {
+		if c.parent != path {
 			return false
 		}
 		fn(c)
@@ -326,7 +322,9 @@ func (t *Tree) SetNodeData(old Node, data []byte, zxid, time int64) Node {
 	if t.recording {
 		t.record(func() { t.dataSize -= delta })
 	}
-	t.quotaDataChanged(n.Path(), delta)
+	if delta != 0 && len(t.quotas) > 0 {
+		t.quotaDataChanged(n.Path(), delta)
+	}
 	return n
 }
 
@@ -335,7 +333,7 @@ func (t *Tree) SetACL(path string, acl []wire.ACL) Node {
 	old := t.Get(path)
 	st, flags, at := old.decode()
 	st.aversion++
-	n := newNode(old.Path(), old.data(flags, at), &st, t.acls.intern(acl))
+	n := build(old.parent, old.name(), old.data(flags, at), &st, t.acls.intern(acl))
 	t.replace(old, n)
 	return n
 }

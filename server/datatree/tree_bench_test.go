@@ -124,10 +124,10 @@ func BenchmarkSnapshotLoad(b *testing.B) {
 
 // BenchmarkMemoryBreakdown splits the live heap of a tree of 1M znodes of 100 bytes
 // (the benchmark's /bench/d<i/1000>/n<i> layout) into its parts, per znode: the ordered
-// index (its B-tree nodes, counted from its shape: a node's struct, its items array and
-// an inner node's children array, each in its allocator size class) and the records
-// (each node's path, stat and data in one string) with the rest. docs/performance.md,
-// "Memory", has the figures.
+// index's structure (its B-tree nodes, counted from their shape: a node's struct, its
+// items array and an inner node's children array, each in its allocator size class),
+// the B-tree nodes' record buffers (each znode's path, stat and data, with the buffers'
+// room to grow), and the rest. docs/performance.md, "Memory", has the figures.
 func BenchmarkMemoryBreakdown(b *testing.B) {
 	const n = 1_000_000
 	heap := func() int64 {
@@ -152,10 +152,12 @@ func BenchmarkMemoryBreakdown(b *testing.B) {
 			t.Create(p, make([]byte, 100), wire.OpenACLUnsafe, 0, int64(j+2), 1)
 		}
 		total := heap() - base
-		var index int64
+		var index, buffers, live int64
 		var walk func(bn *bnode)
 		walk = func(bn *bnode) {
-			index += 64 + 1536 // the struct (56 B) and the items array (63 × 24 B), in their size classes
+			index += 384 // the struct, with its array of 63 items, in its size class
+			buffers += int64(cap(bn.buf))
+			live += int64(bn.live)
 			if bn.children != nil {
 				index += 512 // the children array, 64 pointers
 				for _, c := range bn.children {
@@ -167,7 +169,9 @@ func BenchmarkMemoryBreakdown(b *testing.B) {
 		runtime.KeepAlive(t)
 		runtime.KeepAlive(paths) // live before base: not to be freed inside the measurement
 		b.ReportMetric(per(index), "index-B/node")
-		b.ReportMetric(per(total-index), "records-and-rest-B/node")
+		b.ReportMetric(per(buffers), "records-B/node")
+		b.ReportMetric(per(live), "entries-B/node")
+		b.ReportMetric(per(total-index-buffers), "rest-B/node")
 		b.ReportMetric(per(total), "B/node")
 	}
 }

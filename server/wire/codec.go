@@ -247,3 +247,6 @@ func (e *Encoder) Swap(spare []byte) []byte {
 
 // Raw appends bytes as they are, with no length prefix.
 func (e *Encoder) Raw(b []byte) { e.buf = append(e.buf, b...) }
+
+// RawString appends a string's bytes as they are, with no length prefix.
+func (e *Encoder) RawString(s string) { e.buf = append(e.buf, s...) }
