@@ -332,10 +332,10 @@ func (sb *sideBySide) measureRecovered(c *contestant, m *serverMemory) {
 //
 // paddock's live heap is go_memstats_heap_alloc_bytes just after runtime.GC, which
 // sweeps the whole heap before it returns: the live objects, and what was allocated
-// since (nothing much, with no load). Not goLiveHeap's heap goal over 1 + GOGC/100: just
-// after a load, the soft memory limit that paddock set from the live heap of up to a
-// second before caps the goal, and that estimate comes out short (24.7 MB against
-// 34.7 MB after 100,000 creates, in a test by hand; the same two seconds later).
+// since (nothing much, with no load). Not the heap goal over 1 + GOGC/100: just after a
+// load, the soft memory limit that paddock set from the live heap of up to a second
+// before caps the goal, and that estimate came out short (24.7 MB against 34.7 MB after
+// 100,000 creates, in a test by hand; the same two seconds later).
 func liveHeap(c *contestant) (live, inuse int64, err error) {
 	if c.name == zkName {
 		live, err = jvmLiveHeap(c.pid)

@@ -183,9 +183,9 @@ func (sb *sideBySide) liveData(b *strings.Builder) {
 		fmt.Fprintf(b, "- ZooKeeper: %d MiB of RSS with %s znodes, of which %d MiB was live heap after a full GC "+
 			"(`jcmd GC.run`, then `GC.heap_info`, after the RSS readings); the rest is heap the JVM keeps between "+
 			"collections (up to -Xmx), metaspace, code and thread stacks.\n", zm.loadedRSS>>20, thousands(p.znodes), zm.liveHeap>>20)
-		fmt.Fprintf(b, "- paddock: %d MiB of RSS after the last restart, of which about %d MiB was live heap at the last "+
-			"collection (the heap goal `go_memstats_next_gc_bytes` over 1 + `go_gc_gogc_percent`/100, from /metrics); "+
-			"the rest is the collector's headroom, memory not yet returned to the OS, and the runtime's own.\n",
+		fmt.Fprintf(b, "- paddock: %d MiB of RSS after the last restart, of which %d MiB was live heap after a full "+
+			"collection (runtime.GC through the admin port's `/debug/pprof/heap?gc=1`, then `go_memstats_heap_alloc_bytes` "+
+			"from /metrics); the rest is the collector's headroom, memory not yet returned to the OS, and the runtime's own.\n",
 			pm.recoveredRSS>>20, pm.liveHeap>>20)
 	}
 }

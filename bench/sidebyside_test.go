@@ -165,7 +165,7 @@ type runRecord struct {
 type memoryRecord struct {
 	idleRSS, loadedRSS, loadedHWM, recoveredRSS int64
 	// liveHeap is the live data: for ZooKeeper the heap in use after a full GC, for
-	// paddock the live heap at its last collection after the last restart (goLiveHeap).
+	// paddock the heap allocated after a full collection after the last restart (liveHeap).
 	liveHeap int64
 	load     *Result
 	restarts []time.Duration
@@ -247,9 +247,10 @@ func orDefault(vs, def []string) []string {
 }
 
 // startPaddock starts paddock in dir with the same zoo.cfg settings; each start logs to a
-// file of its own. With admin, its admin HTTP server (for /metrics) listens on a free port.
+// file of its own. With admin, its admin HTTP server (for /metrics, and /debug/pprof for
+// liveHeap's collection) listens on a free port.
 func (sb *sideBySide) startPaddock(dir string, admin bool) *contestant {
-	return sb.startPaddockWith(dir, paddockStart{admin: admin})
+	return sb.startPaddockWith(dir, paddockStart{admin: admin, pprof: admin})
 }
 
 // paddockStart is how a paddock of the benchmarks starts, besides what every one gets.
@@ -432,7 +433,7 @@ func (sb *sideBySide) memoryAndRestart() {
 			sb.logf("restart %d of %s with %d znodes: answered a read %v after the process started (srvr after %v); RSS %d MiB",
 				i+1, next.name, sb.p.znodes, took.Round(time.Millisecond), next.ready.Round(time.Millisecond), m.recoveredRSS>>20)
 			if next.adminAddr != "" {
-				if live, err := goLiveHeap(next.adminAddr); err != nil {
+				if live, _, err := liveHeap(next); err != nil {
 					sb.warnf("paddock live heap: %v", err)
 				} else {
 					m.liveHeap = live
@@ -491,25 +492,6 @@ func jvmLiveHeap(pid int) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no heap usage in jcmd GC.heap_info output:\n%s", out)
-}
-
-// goLiveHeap estimates the live heap of the Go process serving adminAddr/metrics at its
-// last collection: the heap goal (go_memstats_next_gc_bytes) is the live heap times
-// 1 + GOGC/100 (go_gc_gogc_percent), whatever GOGC the server has chosen.
-func goLiveHeap(adminAddr string) (int64, error) {
-	m, err := goMetrics(adminAddr)
-	if err != nil {
-		return 0, err
-	}
-	goal, err := m.value("go_memstats_next_gc_bytes")
-	if err != nil {
-		return 0, err
-	}
-	gogc, err := m.value("go_gc_gogc_percent")
-	if err != nil || gogc <= 0 {
-		return 0, fmt.Errorf("GOGC %v: %v", gogc, err)
-	}
-	return int64(goal / (1 + gogc/100)), nil
 }
 
 // metricsPage is a /metrics page in the Prometheus text format.
