@@ -18,12 +18,12 @@ import (
 // in order fills its leaves wherever in the index it runs, and an inner node at its end
 // when the item goes after all of it. Second, the key: a lookup splits its path into
 // (parent, name) once, not once per comparison. Third, where the records live: each
-// B-tree node keeps its items' records in one buffer of its own, and an item is the
-// record's offset there, so that the garbage collector sees a handful of objects per
-// B-tree node, none of them full of pointers, where it saw a record string and an ACL
-// pointer per znode — a million objects to mark in every cycle at a million znodes,
-// which is what held up writes during a collection (docs/performance.md, "Writes during
-// a collection").
+// B-tree node keeps its items' records in one buffer of its own, an item is the record's
+// offset there, and the parents' paths and ACL references are once in the node's table.
+// The garbage collector sees a few objects per B-tree node where it saw a record string
+// and an ACL pointer per znode — a million objects to mark in every cycle at a million
+// znodes, which held up writes during a collection — and a path costs its last segment
+// (docs/performance.md, "Memory").
 //
 // Clone is O(1): both indexes then share every node, and the original copies a node
 // before it changes it (the node's cow is not the index's). A clone is read-only (a
@@ -248,9 +248,10 @@ func (b *bnode) reserve(n int) {
 const hotRebuilds = 64
 
 // grow is the room a rebuild leaves for n bytes more in a buffer of live bytes: an eighth
-// of both more, so that a node's buffer, which a node filling at random grows into over
-// and over, is on average less than a sixteenth empty. (A quarter left 25 % of the
-// buffers of a million sequential znodes, which arrive a little out of order, unused.)
+// of both more. Nodes filling at random grow into their buffers over and over; with a
+// quarter (and a whole node's room for a node split off a run), 300,000 znodes created
+// in order under one parent, their numbers in decimal, left a third of their buffers
+// unused, and 13 % with an eighth.
 func grow(live, n int) int { return n + (live+n)/8 }
 
 // rebuild copies b's live entries, in item order, into a new buffer with room for
@@ -414,11 +415,9 @@ func (x *index) splitChild(b *bnode, i int, k ikey) {
 	b.children[i] = child
 	at := maxItems / 2
 	// Where a run goes on, the left node is done: its buffer keeps no room. A right node
-	// split off the end gets an eighth of the child's records' worth, or in a snapshot's
-	// load, which is one run, all of it. Split in the middle, each half gets an eighth
-	// more. (Runs of live inserts are short and come a little out of order: sequential
-	// znodes from many clients, numbers in decimal. A whole node's room for each left
-	// a third of a million such znodes' buffers unused.)
+	// split off the end gets an eighth of the child's records' worth — runs of live
+	// inserts are short and a little out of order (grow) — or in a snapshot's load,
+	// which is one run, all of it. Split in the middle, each half gets an eighth more.
 	moved := func() (n int) {
 		for j := at + 1; j < len(child.items); j++ {
 			n += child.size(j)

@@ -276,3 +276,54 @@ func TestIndexCloneReadOnly(t *testing.T) {
 		t.Fatalf("the clone holds %d nodes, the original %d; want 1 and 1", c.Len(), x.Len())
 	}
 }
+
+// TestIndexBufferRoom bounds the room the B-tree nodes' buffers hold beyond their live
+// entries: for znodes created in order, in decimal (which is not their names' order), at
+// random, and for a few znodes set over and over, which make their nodes hot.
+func TestIndexBufferRoom(t *testing.T) {
+	room := func(x *index) float64 {
+		var live, capacity int
+		var walk func(b *bnode)
+		walk = func(b *bnode) {
+			live += b.live
+			capacity += cap(b.buf)
+			for _, c := range b.children {
+				walk(c)
+			}
+		}
+		walk(x.root)
+		return float64(capacity)/float64(live) - 1
+	}
+	data := make([]byte, 100)
+	const n = 50_000
+	for _, c := range []struct {
+		name string
+		at   func(i int) int
+		most float64
+	}{
+		{"in order", func(i int) int { return i }, 0.20},
+		{"at random", func(i int) int { return int(uint32(i) * 2654435761 % n) }, 0.25},
+	} {
+		x := newIndex()
+		for i := range n {
+			x.ReplaceOrInsert(newNode(fmt.Sprintf("/bench/create-x-1/%d", c.at(i)), data, &stat{czxid: 1 << 32}, openACL))
+		}
+		r := room(x)
+		t.Logf("%s: %.0f %% room", c.name, 100*r)
+		if r > c.most {
+			t.Errorf("%s: the buffers hold %.0f %% more than their entries, want at most %.0f %%", c.name, 100*r, 100*c.most)
+		}
+	}
+	x := newIndex()
+	for i := range n {
+		x.ReplaceOrInsert(newNode(fmt.Sprintf("/s/%06d", i), data, &stat{}, openACL))
+	}
+	for i := range 20 * n {
+		x.ReplaceOrInsert(newNode(fmt.Sprintf("/s/%06d", i%1000), data, &stat{version: int32(i)}, openACL))
+	}
+	r := room(x)
+	t.Logf("after the sets: %.0f %% room", 100*r)
+	if r > 0.30 {
+		t.Errorf("after sets on 1,000 of %d znodes the buffers hold %.0f %% more than their entries, want at most 30 %%", n, 100*r)
+	}
+}
