@@ -49,8 +49,13 @@ func (sb *sideBySide) report(table string) string {
 }
 
 // keptSections are the sections of results.md that benchmarks of their own write
-// (BenchmarkSnapshotUnderLoad, BenchmarkMemory): BenchmarkSideBySide keeps them as they were.
-var keptSections = []string{snapshotHeading, memoryHeading}
+// (BenchmarkSnapshotUnderLoad, BenchmarkMemory), and the one written by hand from runs on a
+// 16-core machine: BenchmarkSideBySide keeps them as they were.
+var keptSections = []string{snapshotHeading, memoryHeading, devbenchHeading}
+
+// devbenchHeading is the section of results.md that holds what ../shared/DEVBENCH.md's
+// side-by-side printed on a 16-core machine, copied by hand: no benchmark here writes it.
+const devbenchHeading = "## On a 16-core machine (../shared/DEVBENCH.md, copied by hand)"
 
 // keepSections returns report with the kept sections of old in it.
 func keepSections(report, old string) string {
