@@ -96,7 +96,18 @@ func TestLoginBodyCap(t *testing.T) {
 	})
 	t.Run("unauthenticated znode write", func(t *testing.T) {
 		read.Store(0)
-		resp, err := http.Post(srv.URL+"/api/v1/znode", "application/json", io.LimitReader(neverEnding('a'), 1<<20))
+		// By hand, as above: the console answers without reading the body and then drops
+		// the connection, and an http.Client still writing the rest of 1 MiB met the reset
+		// before it read the answer (seen once under make test's load).
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /api/v1/znode HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", 1<<20)
+		conn.Write(bytes.Repeat([]byte("a"), 64<<10))
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

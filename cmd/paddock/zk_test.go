@@ -31,7 +31,26 @@ func startZKPaddock(t *testing.T) string {
 	return testutil.StartPaddock(t, func(c *server.Config) {
 		c.TickTime = zkTick
 		c.ExtendedTypes = true
+		c.FourLetterWords = []string{"srvr", "dump"}
 	})
+}
+
+// zkSessions returns how many sessions the server at addr holds, from its dump.
+func zkSessions(t *testing.T, addr string) int {
+	t.Helper()
+	out, err := testutil.FourLetterWord(addr, "dump", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sets, sessions int
+	at := strings.Index(out, "Session Sets (")
+	if at < 0 {
+		t.Fatalf("dump %q has no session count", out)
+	}
+	if _, err := fmt.Sscanf(out[at:], "Session Sets (%d)/(%d):", &sets, &sessions); err != nil {
+		t.Fatalf("dump %q: %v", out, err)
+	}
+	return sessions
 }
 
 // zkBuffer is a bytes.Buffer safe to read while a command writes it.
@@ -530,7 +549,14 @@ func TestZKWatchSurvivesReconnection(t *testing.T) {
 	if _, err := conn.Create("/w/c", nil, 0, acl); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second + 4*zkTick) // the server expires the session at the tick after its timeout
+	// The server expires the session at the tick after its timeout; on a loaded machine the
+	// expiry may come later, and a client let back before it keeps its session. So the cut
+	// lasts until the server holds only the test's own session.
+	for deadline := time.Now().Add(30 * time.Second); zkSessions(t, addr) > 1; time.Sleep(zkTick) {
+		if time.Now().After(deadline) {
+			t.Fatal("the watcher's session did not expire")
+		}
+	}
 	cutter.Restore()
 	w.waitLines(t, "NodeDataChanged /w", "NodeDataChanged /w", "NodeChildrenChanged /w")
 	if !strings.Contains(w.stderr.String(), "session expired") {
