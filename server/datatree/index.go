@@ -1,6 +1,7 @@
 package datatree
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"unsafe"
@@ -47,6 +48,19 @@ const (
 	minItems = maxItems / 4 // (not half: see growChild)
 	maxKinds = 256          // the size of a node's table of kinds: an entry names one in a byte
 )
+
+// maxNodeBytes is the most entry bytes a node takes before it splits, whatever its number
+// of items: an item is a 32-bit offset, and a path may be as long as a request (up to
+// 512 MiB with max_buffer). A node over it by an entry or two, merged with a sibling,
+// with a rebuild's room, stays well under 4 GiB. (A variable for the tests.)
+var maxNodeBytes = 256 << 20
+
+// full reports whether b must split before an insert goes into it: it holds maxItems
+// items, or more than maxNodeBytes of entries in three items or more (so that both
+// halves keep one).
+func (b *bnode) full() bool {
+	return len(b.items) == maxItems || (b.live > maxNodeBytes && len(b.items) >= 3)
+}
 
 // bnode is one node of the B-tree.
 //
@@ -213,6 +227,9 @@ func (b *bnode) store(n Node) uint32 {
 		b.kinds = append(b.kinds, kind{parent: b.parentOf(n), ref: n.ref})
 	}
 	off := len(b.buf)
+	if off > math.MaxUint32 {
+		panic("datatree: a B-tree node's entries passed 4 GiB") // full splits such a node first
+	}
 	b.buf = appendEntry(b.buf, n.rec, byte(k))
 	b.live += size
 	return uint32(off)
@@ -356,49 +373,61 @@ func (x *index) Get(k ikey) (Node, bool) {
 
 // ReplaceOrInsert puts n in the index and returns the node it replaced, if any. The
 // index keeps a copy of n's record: n's own may be let go.
-func (x *index) ReplaceOrInsert(n Node) (Node, bool) {
+func (x *index) ReplaceOrInsert(n Node) (Node, bool) { return x.put(n, true) }
+
+// InsertNew puts n in the index unless a node with its key is there, and returns that
+// node, true, or the zero Node, false.
+func (x *index) InsertNew(n Node) (Node, bool) { return x.put(n, false) }
+
+// put puts n in the index, in the place of a node with its key if replace, and returns
+// the node found with its key, if any.
+func (x *index) put(n Node, replace bool) (Node, bool) {
 	x.writable()
 	k := keyOfNode(n)
 	if x.root == nil {
 		x.root = x.newNode(true)
 	}
 	x.root = x.mutable(x.root)
-	if len(x.root.items) == maxItems {
+	if x.root.full() {
 		old := x.root
 		x.root = x.newNode(false)
 		x.root.children = append(x.root.children, old)
 		x.splitChild(x.root, 0, k)
 	}
-	old, replaced := x.insert(x.root, k, n)
-	if !replaced {
+	old, found := x.insert(x.root, k, n, replace)
+	if !found {
 		x.n++
 	}
-	return old, replaced
+	return old, found
 }
 
-// insert puts n (key k) in the subtree of b, which x may change and which is not full.
-func (x *index) insert(b *bnode, k ikey, n Node) (Node, bool) {
+// insert puts n (key k) in the subtree of b, which x may change and which is not full;
+// a node with key k stays unless replace.
+func (x *index) insert(b *bnode, k ikey, n Node, replace bool) (Node, bool) {
 	for {
 		i, found := len(b.items), false
 		// A snapshot's nodes come in order: each goes after all of every node on its way.
 		if !x.loading || i == 0 || k.compareKey(b.key(i-1)) <= 0 {
 			i, found = b.find(k)
 		}
-		if found {
-			return b.set(i, n), true
-		}
-		if b.children == nil {
+		if b.children == nil && !found {
 			b.insertAt(i, n)
 			b.next = i + 1
 			return Node{}, false
 		}
-		if len(b.children[i].items) == maxItems {
+		if !found && b.children[i].full() {
 			x.splitChild(b, i, k)
 			if c := k.compareKey(b.key(i)); c == 0 {
-				return b.set(i, n), true
+				found = true
 			} else if c > 0 {
 				i++
 			}
+		}
+		switch {
+		case found && replace:
+			return b.set(i, n), true
+		case found:
+			return b.node(i), true
 		}
 		b.children[i] = x.mutable(b.children[i])
 		b = b.children[i]
@@ -413,7 +442,7 @@ func (x *index) insert(b *bnode, k ikey, n Node) (Node, bool) {
 func (x *index) splitChild(b *bnode, i int, k ikey) {
 	child := x.mutable(b.children[i])
 	b.children[i] = child
-	at := maxItems / 2
+	at := len(child.items) / 2
 	// Where a run goes on, the left node is done: its buffer keeps no room. A right node
 	// split off the end gets an eighth of the child's records' worth — runs of live
 	// inserts are short and a little out of order (grow) — or in a snapshot's load,
@@ -426,6 +455,8 @@ func (x *index) splitChild(b *bnode, i int, k ikey) {
 	}
 	var spare, rightSpare int
 	switch p, _ := child.find(k); {
+	case len(child.items) < maxItems: // full of bytes: split in the middle
+		spare, rightSpare = -1, moved()/8
 	case child.children == nil && p == len(child.items):
 		at = maxItems - 1 // the right node starts empty and takes k
 		rightSpare = child.live / 8
@@ -496,9 +527,14 @@ func (x *index) Delete(k ikey) (Node, bool) {
 }
 
 // remove removes k from the subtree of b, which x may change; a nil k removes the
-// subtree's last item. Every child it descends into has more than minItems items
-// first, so that removing one leaves it valid.
+// subtree's last item. A child it descends into with minItems items or fewer is grown
+// first, once (growChild): that leaves it at least two items, so that removing one leaves
+// it valid, and takes at most one item from b, which has two or more unless it is the
+// root. Nodes split by their bytes (full) can hold few items, so one growth need not
+// bring a child past minItems; a root left with no items and one child is passed
+// through, and Delete lifts the child in its place.
 func (x *index) remove(b *bnode, k *ikey) (Node, bool) {
+	grown := false
 	for {
 		i, found := len(b.items), false
 		if k != nil {
@@ -514,10 +550,12 @@ func (x *index) remove(b *bnode, k *ikey) (Node, bool) {
 			}
 			return b.removeAt(i), true
 		}
-		if len(b.children[i].items) <= minItems {
+		if !grown && len(b.items) > 0 && b.children[i].underfull() {
 			x.growChild(b, i)
+			grown = true
 			continue // the items moved: find k again
 		}
+		grown = false
 		child := x.mutable(b.children[i])
 		b.children[i] = child
 		if found {
@@ -529,8 +567,10 @@ func (x *index) remove(b *bnode, k *ikey) (Node, bool) {
 	}
 }
 
-// growChild gives b's child i more than minItems items: one from a sibling that can
-// spare it, through b, or else the child merged with a sibling and their separator.
+// growChild gives b's child i, which is underfull, more items: one from a sibling that
+// can lend it, through b, or else the child merged with a sibling and their separator.
+// A merge that would pass maxNodeBytes takes one item from a sibling of two or more
+// instead, when there is one.
 //
 // minItems is a quarter of a node, not the half that makes every node at least half
 // full: with half, a node split in two by an insert is two nodes at the minimum, and a
@@ -538,47 +578,83 @@ func (x *index) remove(b *bnode, k *ikey) (Node, bool) {
 // split and merged a node each time, and each moves and rebuilds record buffers. With a
 // quarter, a merge makes a node half full, far from the next split.
 func (x *index) growChild(b *bnode, i int) {
+	hasLeft, hasRight := i > 0, i < len(b.items)
 	switch {
-	case i > 0 && len(b.children[i-1].items) > minItems:
-		child, left := x.mutable(b.children[i]), x.mutable(b.children[i-1])
-		b.children[i], b.children[i-1] = child, left
-		child.insertAt(0, b.node(i-1))
-		b.set(i-1, left.removeAt(len(left.items)-1))
-		if left.children != nil {
-			lc := len(left.children) - 1
-			child.children = append(child.children, nil)
-			copy(child.children[1:], child.children)
-			child.children[0] = left.children[lc]
-			left.children[lc] = nil
-			left.children = left.children[:lc]
-		}
-	case i < len(b.items) && len(b.children[i+1].items) > minItems:
-		child, right := x.mutable(b.children[i]), x.mutable(b.children[i+1])
-		b.children[i], b.children[i+1] = child, right
-		child.insertAt(len(child.items), b.node(i))
-		b.set(i, right.removeAt(0))
-		if right.children != nil {
-			child.children = append(child.children, right.children[0])
-			copy(right.children, right.children[1:])
-			right.children[len(right.children)-1] = nil
-			right.children = right.children[:len(right.children)-1]
-		}
+	case hasLeft && b.children[i-1].canLend():
+		x.takeFromLeft(b, i)
+	case hasRight && b.children[i+1].canLend():
+		x.takeFromRight(b, i)
 	default:
-		if i == len(b.items) {
-			i--
+		j := min(i, len(b.items)-1) // children j and j+1 merge
+		switch {
+		case b.children[j].live+b.size(j)+b.children[j+1].live <= maxNodeBytes:
+			x.merge(b, j)
+		case hasLeft && len(b.children[i-1].items) >= 2:
+			x.takeFromLeft(b, i)
+		case hasRight && len(b.children[i+1].items) >= 2:
+			x.takeFromRight(b, i)
+		default:
+			x.merge(b, j) // two nodes of one item: three large entries
 		}
-		child, right := x.mutable(b.children[i]), b.children[i+1]
-		b.children[i] = child
-		child.reserve(b.size(i) + right.live)
-		child.insertAt(len(child.items), b.removeAt(i))
-		for j := range right.items {
-			child.insertAt(len(child.items), right.node(j))
-		}
-		child.children = append(child.children, right.children...)
-		copy(b.children[i+1:], b.children[i+2:])
-		b.children[len(b.children)-1] = nil
-		b.children = b.children[:len(b.children)-1]
 	}
+}
+
+// underfull reports whether a node should grow before a remove descends into it: it has
+// one item, or few items and few bytes.
+func (b *bnode) underfull() bool {
+	return len(b.items) < 2 || (len(b.items) <= minItems && b.live <= maxNodeBytes/2)
+}
+
+// canLend reports whether a node can give a sibling an item and not become underfull.
+func (b *bnode) canLend() bool {
+	return len(b.items) > minItems || (len(b.items) > 2 && b.live > maxNodeBytes/2)
+}
+
+// takeFromLeft moves b's separator before child i into it, and its left sibling's last
+// item into b.
+func (x *index) takeFromLeft(b *bnode, i int) {
+	child, left := x.mutable(b.children[i]), x.mutable(b.children[i-1])
+	b.children[i], b.children[i-1] = child, left
+	child.insertAt(0, b.node(i-1))
+	b.set(i-1, left.removeAt(len(left.items)-1))
+	if left.children != nil {
+		lc := len(left.children) - 1
+		child.children = append(child.children, nil)
+		copy(child.children[1:], child.children)
+		child.children[0] = left.children[lc]
+		left.children[lc] = nil
+		left.children = left.children[:lc]
+	}
+}
+
+// takeFromRight moves b's separator after child i into it, and its right sibling's first
+// item into b.
+func (x *index) takeFromRight(b *bnode, i int) {
+	child, right := x.mutable(b.children[i]), x.mutable(b.children[i+1])
+	b.children[i], b.children[i+1] = child, right
+	child.insertAt(len(child.items), b.node(i))
+	b.set(i, right.removeAt(0))
+	if right.children != nil {
+		child.children = append(child.children, right.children[0])
+		copy(right.children, right.children[1:])
+		right.children[len(right.children)-1] = nil
+		right.children = right.children[:len(right.children)-1]
+	}
+}
+
+// merge makes b's children j and j+1, with their separator, one node.
+func (x *index) merge(b *bnode, j int) {
+	child, right := x.mutable(b.children[j]), b.children[j+1]
+	b.children[j] = child
+	child.reserve(b.size(j) + right.live)
+	child.insertAt(len(child.items), b.removeAt(j))
+	for k := range right.items {
+		child.insertAt(len(child.items), right.node(k))
+	}
+	child.children = append(child.children, right.children...)
+	copy(b.children[j+1:], b.children[j+2:])
+	b.children[len(b.children)-1] = nil
+	b.children = b.children[:len(b.children)-1]
 }
 
 // Ascend calls fn for every node in order until fn returns false.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/paddock/paddock/server/wire"
@@ -139,11 +140,22 @@ func TestIndexRandomized(t *testing.T) {
 					data = make([]byte, inlineDataMax+1+r.IntN(100))
 				}
 				n := newNode(path, data, &stat{czxid: int64(step)}, ref)
-				old, replaced := x.ReplaceOrInsert(n)
-				if prev, had := m[path]; replaced != had || old != prev {
-					t.Fatalf("seed %d step %d: ReplaceOrInsert(%q) replaced %v, model had it: %v", seed, step, path, replaced, had)
+				prev, had := m[path]
+				if r.IntN(5) == 0 { // a create: what is there stays
+					found, exists := x.InsertNew(n)
+					if exists != had || found != prev {
+						t.Fatalf("seed %d step %d: InsertNew(%q) found %v, model had it: %v", seed, step, path, exists, had)
+					}
+					if !had {
+						m[path] = n
+					}
+				} else {
+					old, replaced := x.ReplaceOrInsert(n)
+					if replaced != had || old != prev {
+						t.Fatalf("seed %d step %d: ReplaceOrInsert(%q) replaced %v, model had it: %v", seed, step, path, replaced, had)
+					}
+					m[path] = n
 				}
-				m[path] = n
 			}
 			if step%500 == 0 {
 				clones = append(clones, frozen{x.Clone(), m.sorted()})
@@ -325,5 +337,51 @@ func TestIndexBufferRoom(t *testing.T) {
 	t.Logf("after the sets: %.0f %% room", 100*r)
 	if r > 0.30 {
 		t.Errorf("after sets on 1,000 of %d znodes the buffers hold %.0f %% more than their entries, want at most 30 %%", n, 100*r)
+	}
+}
+
+// TestIndexLongNames: entries of long names — a path may be as long as a request —
+// split a node by its bytes before its items fill it, which keeps every node's buffer
+// within what its 32-bit offsets address. maxNodeBytes is lowered to 16 KiB here, the
+// names are up to 8 KiB: the shape and the checks are the same as at 256 MiB and 512.
+func TestIndexLongNames(t *testing.T) {
+	defer func(v int) { maxNodeBytes = v }(maxNodeBytes)
+	maxNodeBytes = 16 << 10
+	r := rand.New(rand.NewPCG(8, 9))
+	x, m := newIndex(), indexModel{}
+	name := func(i int) string {
+		return fmt.Sprintf("/l/%06d-%s", i, strings.Repeat("n", r.IntN(8<<10)))
+	}
+	for i := range 3000 {
+		if r.IntN(4) == 0 && len(m) > 0 {
+			for path := range m {
+				x.Delete(keyOfPath(path))
+				delete(m, path)
+				break
+			}
+			continue
+		}
+		at := i
+		if r.IntN(2) == 0 {
+			at = r.IntN(1_000_000) // at random, besides the run in order
+		}
+		n := newNode(name(at), nil, &stat{}, openACL)
+		x.ReplaceOrInsert(n)
+		m[n.Path()] = n
+	}
+	checkIndex(t, "long names", x, m, r)
+	most := 0
+	var walk func(b *bnode)
+	walk = func(b *bnode) {
+		most = max(most, b.live)
+		for _, c := range b.children {
+			walk(c)
+		}
+	}
+	walk(x.root)
+	// Over the limit by what an insert and a rotation bring at most: two entries.
+	t.Logf("the largest node takes %d bytes (limit %d)", most, maxNodeBytes)
+	if most > maxNodeBytes+2*(9<<10) {
+		t.Fatalf("a node takes %d bytes, over the limit of %d by more than two entries", most, maxNodeBytes)
 	}
 }
