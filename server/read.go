@@ -60,8 +60,8 @@ func (c *conn) read(r *request) (wire.Record, error) {
 	case wire.OpSync:
 		return &wire.PathRecord{Path: r.rec.(*wire.PathRecord).Path}, nil
 	case wire.OpReconfig:
-		n := s.tree.Get(datatree.ConfigPath)
-		return &wire.GetDataResponse{Data: n.Data(), Stat: n.Stat()}, nil
+		data, st := s.tree.Get(datatree.ConfigPath).DataStat()
+		return &wire.GetDataResponse{Data: data, Stat: st}, nil
 	case wire.OpExists:
 		req := r.rec.(*wire.PathWatchRequest)
 		if strings.IndexByte(req.Path, 0) >= 0 {
@@ -81,13 +81,14 @@ func (c *conn) read(r *request) (wire.Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		if budget := s.replyBudget(); !budget.take(bufferLen(n.Data()) + statLen) {
+		data, st := n.DataStat()
+		if budget := s.replyBudget(); !budget.take(bufferLen(data) + statLen) {
 			return nil, c.replyTooLarge(r.op, req.Path)
 		}
 		if req.Watch {
 			s.watches.Add(watch.Data, req.Path, c, watch.Standard)
 		}
-		return &wire.GetDataResponse{Data: n.Data(), Stat: n.Stat()}, nil
+		return &wire.GetDataResponse{Data: data, Stat: st}, nil
 	case wire.OpGetChildren, wire.OpGetChildren2:
 		return c.getChildren(r)
 	case wire.OpGetACL:
@@ -307,8 +308,8 @@ func (m *multiReadReply) Encode(e *wire.Encoder) {
 			e.Int(int32(code))
 		case op.Op == wire.OpGetData:
 			(&wire.MultiHeader{Type: wire.OpGetData}).Encode(e)
-			e.Buffer(n.Data())
-			st := n.Stat()
+			data, st := n.DataStat()
+			e.Buffer(data)
 			st.Encode(e)
 		default:
 			(&wire.MultiHeader{Type: wire.OpGetChildren}).Encode(e)

@@ -350,12 +350,19 @@ func (n Node) ChildCreates() int32 { st, _, _ := n.decode(); return st.childCrea
 
 // Stat returns the client-visible stat, computed as DataNode.copyStat does.
 func (n Node) Stat() wire.Stat {
+	_, st := n.DataStat()
+	return st
+}
+
+// DataStat returns the node's data (as Data) and stat (as Stat), decoding the record once:
+// what a getData answers.
+func (n Node) DataStat() ([]byte, wire.Stat) {
 	st, flags, at := n.decode()
 	owner := st.owner
 	if k := kindOf(owner); k == Container || k == TTL {
 		owner = 0
 	}
-	return wire.Stat{
+	return n.data(flags, at), wire.Stat{
 		Czxid:          st.czxid,
 		Mzxid:          st.mzxid,
 		Ctime:          st.ctime,

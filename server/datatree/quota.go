@@ -148,43 +148,39 @@ func (t *Tree) CheckQuota(path string, bytesDiff, countDiff int64) []QuotaViolat
 // Quotas returns the quota'd paths in order.
 func (t *Tree) Quotas() []string { return slices.Sorted(maps.Keys(t.quotas)) }
 
-// quotaPathOf returns the quota'd path a node under /zookeeper/quota names through its
-// parent (QuotaPath+P/zookeeper_limits names P) and its name; ok is false elsewhere.
-func quotaPathOf(path string) (quota, name string, ok bool) {
-	parent, name := splitPath(path)
-	return quotaKeyOf(parent, name)
+// quotaNamed returns the quota'd path that the nodes under /zookeeper/quota whose parent
+// is parent name (QuotaPath+P/zookeeper_limits names P); ok is false elsewhere.
+func quotaNamed(parent string) (quota string, ok bool) {
+	quota, ok = strings.CutPrefix(parent, QuotaPath)
+	return quota, ok && strings.HasPrefix(quota, "/")
 }
 
-// quotaKeyOf is quotaPathOf of the path with index key (parent, name).
-func quotaKeyOf(parent, name string) (quota string, _ string, ok bool) {
-	quota, ok = strings.CutPrefix(parent, QuotaPath)
-	if !ok || !strings.HasPrefix(quota, "/") {
-		return "", "", false
+// quotaOfNode is quotaOf of n's path, which it builds only when there are quotas.
+func (t *Tree) quotaOfNode(n Node) string {
+	if len(t.quotas) == 0 {
+		return ""
 	}
-	return quota, name, true
+	return t.quotaOf(n.Path())
 }
 
 // quotaCreated keeps the quotas up to date after n was created.
 func (t *Tree) quotaCreated(n Node) {
-	if q, name, ok := quotaKeyOf(n.parent, n.name()); ok {
-		switch name {
+	if q, ok := quotaNamed(n.parent); ok {
+		switch n.name() {
 		case QuotaLimitNode:
 			t.addQuota(q)
 		case QuotaStatNode:
 			t.recountQuota(q)
 		}
 	}
-	if len(t.quotas) == 0 {
-		return
-	}
-	if q := t.quotaOf(n.Path()); q != "" {
+	if q := t.quotaOfNode(n); q != "" {
 		t.addQuotaStat(q, int64(len(n.Data())), 1)
 	}
 }
 
 // quotaDeleted keeps the quotas up to date after n was deleted.
 func (t *Tree) quotaDeleted(n Node) {
-	if q, name, ok := quotaKeyOf(n.parent, n.name()); ok && name == QuotaLimitNode {
+	if q, ok := quotaNamed(n.parent); ok && n.name() == QuotaLimitNode {
 		if _, had := t.quotas[q]; had {
 			delete(t.quotas, q)
 			if t.recording {
@@ -192,17 +188,17 @@ func (t *Tree) quotaDeleted(n Node) {
 			}
 		}
 	}
-	if len(t.quotas) == 0 {
-		return
-	}
-	if q := t.quotaOf(n.Path()); q != "" {
+	if q := t.quotaOfNode(n); q != "" {
 		t.addQuotaStat(q, -int64(len(n.Data())), -1)
 	}
 }
 
-// quotaDataChanged keeps the quotas up to date after path's data changed length.
-func (t *Tree) quotaDataChanged(path string, bytesDiff int64) {
-	if q := t.quotaOf(path); q != "" && bytesDiff != 0 {
+// quotaDataChanged keeps the quotas up to date after n's data changed length.
+func (t *Tree) quotaDataChanged(n Node, bytesDiff int64) {
+	if bytesDiff == 0 {
+		return
+	}
+	if q := t.quotaOfNode(n); q != "" {
 		t.addQuotaStat(q, bytesDiff, 0)
 	}
 }
@@ -274,12 +270,11 @@ func (t *Tree) loadQuotas() {
 	var visit func(p string)
 	visit = func(p string) {
 		t.eachChild(p, func(c Node) {
-			path := c.Path()
-			if q, name, ok := quotaPathOf(path); ok && name == QuotaLimitNode {
+			if q, ok := quotaNamed(c.parent); ok && c.name() == QuotaLimitNode {
 				t.quotas[strings.Clone(q)] = struct{}{}
 			}
 			if c.NumChildren() > 0 {
-				visit(path)
+				visit(c.Path())
 			}
 		})
 	}

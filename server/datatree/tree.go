@@ -164,10 +164,11 @@ func (t *Tree) remove(n Node) {
 // ZooKeeper's DataTree (which keys the root by ""). The node is immutable: it stays
 // valid, describing the node as it was, after the tree changes.
 func (t *Tree) Get(path string) Node {
-	if h := t.hot; h.Exists() && h.is(path) {
+	k := keyOfPath(path)
+	if h := t.hot; h.Exists() && h.parent == k.parent && h.name() == k.name {
 		return h
 	}
-	n, _ := t.index.Get(keyOfPath(path))
+	n, _ := t.index.Get(k)
 	return n
 }
 
@@ -261,17 +262,17 @@ func (t *Tree) Create(path string, data []byte, acl []wire.ACL, owner, zxid, tim
 
 // CreateChild adds the node path under parent, the node at path's parent that the
 // caller has looked up, and returns it; if path exists it changes nothing and returns
-// false. It walks the index twice — the insert, which finds an existing node too, and
-// the parent's update — where looking path up first would take a third walk: creates
-// are the costliest write on a large tree, and most of their cost is these walks.
+// false. It walks the index twice — the insert, which finds an existing node too
+// (InsertNew), and the parent's update — where looking path up first would take a third
+// walk: creates are the costliest write on a large tree, and most of their cost is these
+// walks.
 func (t *Tree) CreateChild(parent Node, path string, data []byte, acl []wire.ACL, owner, zxid, time int64) (Node, bool) {
 	ref := parent.ref.aclRef() // children mostly share their parent's list: no lookup then
 	if !slices.Equal(acl, ref.acl()) {
 		ref = t.acls.intern(acl)
 	}
 	n := newNode(path, data, &stat{czxid: zxid, mzxid: zxid, pzxid: zxid, ctime: time, mtime: time, owner: owner}, ref)
-	if old, exists := t.index.ReplaceOrInsert(n); exists {
-		t.index.ReplaceOrInsert(old) // put it back as it was
+	if old, exists := t.index.InsertNew(n); exists {
 		return old, false
 	}
 	t.account(n)
@@ -322,9 +323,7 @@ func (t *Tree) SetNodeData(old Node, data []byte, zxid, time int64) Node {
 	if t.recording {
 		t.record(func() { t.dataSize -= delta })
 	}
-	if delta != 0 && len(t.quotas) > 0 {
-		t.quotaDataChanged(n.Path(), delta)
-	}
+	t.quotaDataChanged(n, delta)
 	return n
 }
 
