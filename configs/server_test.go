@@ -19,7 +19,7 @@ func TestServerKeys(t *testing.T) {
 		"super_digest", "sasl_jaas_config", "sasl_jaas_section", "sasl_passwords", "sasl_super_user",
 		"enforce_auth", "enforce_auth_schemes", "extended_types", "skip_acl", "enforce_quota", "audit_enable", "audit_log_file", "audit_queue",
 		"container_check_interval", "container_max_per_minute", "four_letter_words",
-		"admin_addr", "admin_pprof", "admin_auth", "snap_count", "snap_retain_count", "purge_interval", "prealloc_size", "profile_contention", "procs", "force_sync",
+		"admin_addr", "admin_pprof", "admin_auth", "snap_count", "snap_retain_count", "purge_interval", "snapshot_receive_floor", "prealloc_size", "profile_contention", "procs", "force_sync",
 		"ensemble", "election_timeout", "reconfig_enabled", "read_only_mode", "join",
 		"quorum_tls", "quorum_key_store", "quorum_key_store_type", "quorum_key_store_password",
 		"quorum_trust_store", "quorum_trust_store_type", "quorum_trust_store_password",
@@ -170,7 +170,7 @@ server:
 			"9=[fd00::9]:2888:3888:observer;[fd00::9]:2181"},
 		ElectionTimeout:       500 * time.Millisecond,
 		MaxOutstandingPerConn: 100, MaxQueuedBytes: 128 << 20, HandshakeTimeout: 10 * time.Second, // defaults
-		QuorumHostnameVerification: true,
+		QuorumHostnameVerification: true, SnapshotReceiveFloor: 1 << 30,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("LoadServer =\n%+v\nwant\n%+v", cfg, want)

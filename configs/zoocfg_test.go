@@ -143,6 +143,7 @@ admin.serverPort=9090
 admin.enableServer=true
 admin.pprof=true
 admin.auth=true
+snapshot.receiveFloor=2147483648
 forceSync=yes
 skipACL=yes
 extendedTypesEnabled=TRUE
@@ -158,7 +159,7 @@ znode.container.maxPerMinute=600
 				c.SnapCount, c.MaxOutstanding, c.PreAllocSize = 5000, 2000, 16<<20
 				c.FourLetterWords = []string{"ruok", "mntr", "stat", "srvr"}
 				c.AdminAddr, c.ForceSync, c.SkipACL, c.ExtendedTypes = "127.0.0.2:9090", true, true, true
-				c.AdminPprof, c.AdminAuth = true, true
+				c.AdminPprof, c.AdminAuth, c.SnapshotReceiveFloor = true, true, 2<<30
 				c.MaxBuffer, c.SuperDigest = 4<<20, "super:D/InIHSb7yEEbrWz8b9l71RjZJU="
 				c.ContainerCheckInterval, c.ContainerMaxPerMinute = 5*time.Second, 600
 				c.ServerID = 42

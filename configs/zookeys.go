@@ -45,8 +45,9 @@ var zooMapped = map[string]func(string) (any, error){
 	"admin.enableServer":     oneOf("true", "false"),
 	"admin.serverAddress":    host,
 	"admin.serverPort":       port(javaDecode),
-	"admin.pprof":            javaBool, // paddock's
-	"admin.auth":             javaBool, // paddock's
+	"admin.pprof":            javaBool,  // paddock's
+	"admin.auth":             javaBool,  // paddock's
+	"snapshot.receiveFloor":  byteCount, // paddock's
 
 	"forceSync":            oneOf("yes", "no"),
 	"skipACL":              oneOf("yes", "no"),
@@ -177,6 +178,7 @@ var zooDirect = []struct{ zk, key string }{
 	{"4lw.commands.whitelist", "four_letter_words"},
 	{"admin.pprof", "admin_pprof"},
 	{"admin.auth", "admin_auth"},
+	{"snapshot.receiveFloor", "snapshot_receive_floor"},
 	{"forceSync", "force_sync"},
 	{"skipACL", "skip_acl"},
 	{"extendedTypesEnabled", "extended_types"},
@@ -457,6 +459,15 @@ func javaDecode(s string) (any, error) {
 		return nil, bad
 	}
 	return int(n), nil
+}
+
+// byteCount reads a size in bytes, an int64 (paddock's keys).
+func byteCount(s string) (any, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return nil, errors.New("want a size in bytes, an integer >= 0")
+	}
+	return n, nil
 }
 
 // kibibytes reads preAllocSize, which ZooKeeper parses with Long.parseLong and

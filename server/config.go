@@ -135,6 +135,12 @@ type Config struct {
 	// PurgeInterval is how often old snapshots and log segments are purged; 0 disables
 	// purging (autopurge.purgeInterval, which zoo.cfg gives in hours).
 	PurgeInterval time.Duration
+	// SnapshotReceiveFloor is the least a member accepts of a snapshot another member
+	// streams to it, in bytes of records (snapshot.receiveFloor, a paddock key): a member
+	// takes one of up to four times its own state's size, and at least this, and refuses
+	// a larger one before it is whole. A new member joining an ensemble whose state is
+	// larger than this needs it raised (docs/ensemble.md).
+	SnapshotReceiveFloor int64
 	// PreAllocSize is the size write-ahead log segments are preallocated to, in bytes
 	// (preAllocSize, which zoo.cfg gives in KiB); 0 means the store's default, 64 MiB.
 	PreAllocSize int64
@@ -226,6 +232,10 @@ type Config struct {
 // requests (maxEntryBytes), and the peer protocol's frames must hold an entry.
 const maxMaxBuffer = 512 << 20
 
+// minSnapshotReceiveFloor bounds snapshot.receiveFloor from below: an empty tree's
+// snapshot must fit.
+const minSnapshotReceiveFloor = 1 << 20
+
 // DefaultConfig returns the embedded default: standalone, data under ./data, port 2181
 // on loopback only (clients on other hosts need a configured address).
 func DefaultConfig() Config {
@@ -239,6 +249,7 @@ func DefaultConfig() Config {
 		MaxOutstanding:         1000,
 		MaxOutstandingPerConn:  100,
 		MaxQueuedBytes:         128 << 20,
+		SnapshotReceiveFloor:   1 << 30,
 		HandshakeTimeout:       10 * time.Second,
 		ContainerCheckInterval: time.Minute,
 		ContainerMaxPerMinute:  10000,
@@ -322,6 +333,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HandshakeTimeout <= 0 {
 		bad("handshake_timeout", c.HandshakeTimeout, "must be > 0")
+	}
+	if c.SnapshotReceiveFloor < minSnapshotReceiveFloor {
+		bad("snapshot_receive_floor", c.SnapshotReceiveFloor, fmt.Sprintf("must be at least %d (1 MiB)", minSnapshotReceiveFloor))
 	}
 	errs = append(errs, c.validateAuth()...)
 	if c.SuperDigest != "" && !superDigestRE.MatchString(c.SuperDigest) {

@@ -181,7 +181,7 @@ func (r *replica) confChanged(ce *quorum.ConfEntry) {
 		return
 	}
 	mtime, ms := mc.mtime, mc.members
-	r.lastZxid = nextZxid(r.lastZxid, ce.Term)
+	r.lastZxid++
 	zxid := r.lastZxid
 	s.treeMu.Lock()
 	s.tree.ReconfigTo(configData(ms, zxid), zxid, mtime)

@@ -53,7 +53,10 @@ type replica struct {
 
 	maxEntry    int           // the largest Raft entry this member proposes (maxEntryBytes)
 	undecodable atomic.Uint64 // committed entries applied as error txns: they did not decode
-	lastZxid    int64         // the last zxid given to a txn; owned by the apply loop (apply, confChanged, Restore)
+	lastZxid    int64         // the last zxid given to a txn; owned by the apply loop (apply, confChanged, newTerm, Restore)
+	// prepared is the snapshot CheckSnapshot built from what the leader streamed, for
+	// the Restore that installs it (replica_check.go); nil when none waits.
+	prepared atomic.Pointer[preparedSnapshot]
 
 	serving atomic.Bool
 	// servingCh is closed when the member starts serving, and replaced; lostAt is when
@@ -132,9 +135,11 @@ func (r *replica) open() error {
 	qc.OnNote = r.onNote
 	qc.OnStage = r.onStage
 	qc.OnConfChange = r.confChanged
+	qc.OnNewTerm = r.newTerm
 	qc.CheckEntry = r.checkEntry
 	qc.CheckConfChange = r.checkConfChange
 	qc.MaxEntryBytes = maxEntryBytes(s.cfg.MaxBuffer)
+	qc.SnapshotLimit = r.snapshotLimit
 	qc.Join = s.cfg.Join
 	if qc.TLS, err = s.cfg.quorumTLS(); err != nil {
 		return fmt.Errorf("server: %w", err)
@@ -254,15 +259,37 @@ func (r *replica) close() error {
 	return r.node.Close()
 }
 
-// nextZxid gives the txn after last in Raft term term its zxid: the term is the epoch
-// (the high 32 bits) and the counter restarts at 1 with each term. Should a term ever
-// hold 2³² txns, the counter runs into the epoch bits rather than go back: zxids only
-// grow.
-func nextZxid(last int64, term uint64) int64 {
-	if z := int64(term)<<32 | 1; z > last {
-		return z
+// Zxids. A zxid is an epoch (the high 32 bits) and a counter, as in ZooKeeper, where
+// the epoch is the leader's. Here the epoch counts the terms of the applied log: it
+// rises by one before the first entry of each new term (quorum's OnNewTerm: a new
+// leader's empty entry, mostly), whatever that term is. It is not the Raft term
+// itself, which a forged message may push far (quorum/validate.go) and which would
+// not fit: every term must stay electable, and every zxid positive. At the rise the
+// tree's last zxid becomes the new epoch's zero, as a ZooKeeper server's does when a
+// leader is established, so that a snapshot carries the epoch and a member restored
+// from it counts on from the same place as one that applied the log. Each txn takes
+// the next zxid; a counter that reached 2³² runs into the epoch bits rather than go
+// back, and the epoch stops rising at 2³¹−1: zxids only grow.
+
+// maxEpoch is the largest epoch: a zxid is a positive int64.
+const maxEpoch = 1<<31 - 1
+
+// epochStart returns the zxid that starts the epoch after last's: the epoch's zero.
+func epochStart(last int64) int64 {
+	if e := last >> 32; e < maxEpoch {
+		return (e + 1) << 32
 	}
-	return last + 1
+	return last // past the last epoch the counter goes on
+}
+
+// newTerm is quorum's OnNewTerm: the next txn is of a new epoch.
+func (r *replica) newTerm(uint64) {
+	s := r.s
+	r.lastZxid = epochStart(r.lastZxid)
+	s.treeMu.Lock()
+	s.tree.SetLastZxid(r.lastZxid)
+	s.lastApplied.Store(r.lastZxid)
+	s.treeMu.Unlock()
 }
 
 // Entry layout: a uvarint count, then each txn as a uvarint length and txn.Encode's bytes.
@@ -330,6 +357,9 @@ func decodeBatch(data []byte) ([]*proposal, error) {
 // proposals it kept, so that their clients are answered; any other is decoded.
 func (r *replica) apply(e *quorum.Entry) {
 	s := r.s
+	if p := r.prepared.Load(); p != nil && e.Index > p.index {
+		r.prepared.CompareAndSwap(p, nil) // Raft did not take it: the log went past it
+	}
 	var batch []*proposal
 	if e.From == r.id {
 		batch = r.take(e.Seq)
@@ -350,7 +380,7 @@ func (r *replica) apply(e *quorum.Entry) {
 		}
 	}
 	for _, p := range batch {
-		r.lastZxid = nextZxid(r.lastZxid, e.Term)
+		r.lastZxid++
 		p.txn.Zxid = r.lastZxid
 		s.apply(p)
 	}
@@ -670,20 +700,50 @@ func (r *replica) Snapshot() (quorum.StateSnapshot, error) {
 	return s.tree.Snapshot(), nil
 }
 
+// snapshotGrowth and recordOverhead make the bound on a received snapshot: what the
+// member's own state would take as snapshot records — each znode's path and data and
+// about recordOverhead bytes more (its stat, ACL and framing), each session's
+// recordOverhead — times snapshotGrowth, and at least SnapshotReceiveFloor.
+const (
+	snapshotGrowth = 4
+	recordOverhead = 128
+)
+
+// snapshotLimit is quorum's SnapshotLimit: the bound follows the member's own state,
+// so that a peer's snapshot can cost it a few times what its tree costs already, and
+// not whatever the peer likes (the memory a received snapshot takes is about its
+// records' size: it is built as it arrives, docs/limits.md).
+func (r *replica) snapshotLimit() int64 {
+	s := r.s
+	s.treeMu.RLock()
+	own := s.tree.DataSize() + recordOverhead*int64(s.tree.NodeCount())
+	s.treeMu.RUnlock()
+	own += recordOverhead * int64(s.sessions.Len())
+	return max(s.cfg.SnapshotReceiveFloor, snapshotGrowth*own)
+}
+
 // Restore implements quorum.Snapshotter: the tree becomes the snapshot's, the session
 // table its sessions', and the member stops serving until it has caught up: its
-// clients' watches and views belong to the state left behind.
+// clients' watches and views belong to the state left behind. A snapshot another
+// member sent was built and proven by CheckSnapshot; one of this member's own disk is
+// built here, and one that is not restorable is an error, never a panic, and changes
+// nothing.
 func (r *replica) Restore(read quorum.ReadFunc, index, term uint64) error {
 	s := r.s
-	t, err := loadSnapshotRecords(read)
-	if err != nil {
-		return fmt.Errorf("snapshot at raft index %d: %w", index, err)
-	}
-	if ms, err := parseServerLines(t.Get(datatree.ConfigPath).Data()); err == nil && len(ms) > 0 {
-		r.setMembers(ms)
+	var t *datatree.Tree
+	var ms []Member
+	if p := r.takePrepared(index, term); p != nil {
+		t, ms = p.tree, p.members
 	} else {
-		t.SetConfig(configData(r.membersNow(), 0))
+		var err error
+		if t, err = loadSnapshotRecords(read); err == nil {
+			ms, err = restoreState(t, nil)
+		}
+		if err != nil {
+			return fmt.Errorf("snapshot at raft index %d: %w", index, err)
+		}
 	}
+	r.setMembers(ms)
 	timeouts := make(map[int64]time.Duration)
 	for _, sess := range t.Sessions() {
 		timeouts[sess.ID] = time.Duration(sess.Timeout) * time.Millisecond

@@ -80,23 +80,32 @@ func (r *replica) checkConfChange(ctx []byte, after *raftpb.ConfState) error {
 	if err != nil {
 		return err
 	}
+	if err := sameMembers(mc.members, after); err != nil {
+		return fmt.Errorf("membership change: %w", err)
+	}
+	return nil
+}
+
+// sameMembers checks that ms, server lines sorted by id, name exactly the voters of cs
+// as participants and its learners as observers.
+func sameMembers(ms []Member, cs *raftpb.ConfState) error {
 	var voters, learners []uint64
-	for i, m := range mc.members {
+	for i, m := range ms {
 		switch {
 		case m.ID < 1 || m.ID > 254:
-			return fmt.Errorf("membership change: server id %d out of [1, 254]", m.ID)
-		case i > 0 && mc.members[i-1].ID == m.ID:
-			return fmt.Errorf("membership change: server %d listed twice", m.ID)
+			return fmt.Errorf("server id %d out of [1, 254]", m.ID)
+		case i > 0 && ms[i-1].ID == m.ID:
+			return fmt.Errorf("server %d listed twice", m.ID)
 		case m.Observer:
 			learners = append(learners, uint64(m.ID))
 		default:
 			voters = append(voters, uint64(m.ID))
 		}
 	}
-	wantVoters := sortedIDs(after.GetVoters())
-	wantLearners := sortedIDs(append(slices.Clone(after.GetLearners()), after.GetLearnersNext()...))
+	wantVoters := sortedIDs(cs.GetVoters())
+	wantLearners := sortedIDs(append(slices.Clone(cs.GetLearners()), cs.GetLearnersNext()...))
 	if !slices.Equal(voters, wantVoters) || !slices.Equal(learners, wantLearners) {
-		return fmt.Errorf("membership change lists participants %v and observers %v; the change makes %v and %v",
+		return fmt.Errorf("lists participants %v and observers %v; the membership is %v and %v",
 			voters, learners, wantVoters, wantLearners)
 	}
 	return nil
@@ -108,11 +117,71 @@ func sortedIDs(ids []uint64) []uint64 {
 	return slices.Compact(out)
 }
 
-// CheckSnapshot implements quorum.SnapshotChecker: the snapshot must load into a tree,
-// as Restore will load it. The tree built is thrown away.
-func (r *replica) CheckSnapshot(read quorum.ReadFunc) error {
-	_, err := loadSnapshotRecords(read)
-	return err
+// A snapshot another member sends is built into a tree as its records arrive
+// (CheckSnapshot), proven restorable there — the records make a consistent tree with
+// the nodes every member's holds, and its /zookeeper/config names the members its Raft
+// membership holds — and kept for the Restore that installs it, so that it is built
+// once and Restore, which may not fail, has nothing left to check. Its size is
+// bounded by snapshotLimit before anything is built.
+
+// preparedSnapshot is a tree CheckSnapshot built and proved, for the Restore of its
+// index and term.
+type preparedSnapshot struct {
+	index, term uint64
+	tree        *datatree.Tree
+	members     []Member
+}
+
+// CheckSnapshot implements quorum.SnapshotChecker: the snapshot md, whose records read
+// yields, must load into a tree that restoreState accepts with md's membership. The
+// tree is kept for Restore.
+func (r *replica) CheckSnapshot(read quorum.ReadFunc, md *raftpb.SnapshotMetadata) error {
+	r.prepared.Store(nil) // one at a time: a newer snapshot replaces an unused one
+	t, err := loadSnapshotRecords(read)
+	if err != nil {
+		return err
+	}
+	ms, err := restoreState(t, md.GetConfState())
+	if err != nil {
+		return err
+	}
+	r.prepared.Store(&preparedSnapshot{index: md.GetIndex(), term: md.GetTerm(), tree: t, members: ms})
+	return nil
+}
+
+// restoreState checks that t can be the state of a member whose Raft membership is cs
+// (nil: not known, as for a snapshot of this member's own disk) and returns the
+// ensemble its /zookeeper/config names: server lines that parse, one per member,
+// naming exactly cs's voters and learners.
+func restoreState(t *datatree.Tree, cs *raftpb.ConfState) ([]Member, error) {
+	n := t.Get(datatree.ConfigPath)
+	if !n.Exists() { // the loader refuses such a tree; checked again where it matters
+		return nil, fmt.Errorf("%w: no %s", datatree.ErrBadSnapshot, datatree.ConfigPath)
+	}
+	ms, err := parseServerLines(n.Data())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", datatree.ErrBadSnapshot, datatree.ConfigPath, err)
+	}
+	if len(ms) == 0 {
+		return nil, fmt.Errorf("%w: %s names no server", datatree.ErrBadSnapshot, datatree.ConfigPath)
+	}
+	if cs == nil {
+		return ms, nil
+	}
+	if err := sameMembers(ms, cs); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", datatree.ErrBadSnapshot, datatree.ConfigPath, err)
+	}
+	return ms, nil
+}
+
+// takePrepared returns the tree CheckSnapshot built for the snapshot at index in term,
+// if it is the one kept, and forgets it.
+func (r *replica) takePrepared(index, term uint64) *preparedSnapshot {
+	p := r.prepared.Swap(nil)
+	if p == nil || p.index != index || p.term != term {
+		return nil
+	}
+	return p
 }
 
 // loadSnapshotRecords builds the tree a Raft snapshot's records hold, read as they

@@ -129,7 +129,7 @@ func (t *Tree) Digest() [32]byte {
 
 // Loader rebuilds a tree from snapshot records, one Add at a time, checking that they
 // make a consistent tree: a header first, every parent before its children, no path
-// twice, and the counts the header announced.
+// twice, the counts the header announced, and the nodes New makes.
 //
 // Decoding and checking a record happen in Add; linking nodes to their parents and
 // inserting them into the index happen on a goroutine of the loader's, fed in batches,
@@ -371,8 +371,13 @@ func (l *Loader) Tree() (*Tree, error) {
 	case int64(l.t.index.Len()) != l.nodes || int64(len(l.t.sessions)) != l.sessions:
 		return nil, fmt.Errorf("%w: %d nodes and %d sessions, header says %d and %d",
 			ErrBadSnapshot, l.t.index.Len(), len(l.t.sessions), l.nodes, l.sessions)
-	case !l.t.Get(RootPath).Exists():
-		return nil, fmt.Errorf("%w: no root", ErrBadSnapshot)
+	}
+	// Every tree a server makes holds these from its start (New), and the server reads
+	// them without looking: a tree without them is not a server's.
+	for _, p := range []string{RootPath, ProcPath, QuotaPath, ConfigPath} {
+		if !l.t.Get(p).Exists() {
+			return nil, fmt.Errorf("%w: no %s", ErrBadSnapshot, p)
+		}
 	}
 	l.t.loadQuotas()
 	return l.t, nil

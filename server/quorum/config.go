@@ -72,6 +72,14 @@ type Config struct {
 	// ProposeConfChange (nil for the initial membership and for Raft's own entries)
 	// and the membership after it.
 	OnConfChange func(c *ConfEntry)
+	// OnNewTerm, if set, is called on the apply loop, in log order with ApplyFunc's
+	// entries, before the first entry of a term above every term applied before it —
+	// of any kind: the empty entry a new leader appends, a membership change, a
+	// proposal — at an index above Applied. Every member is called at the same places
+	// of the log, a member restored from a snapshot included (the snapshot's term
+	// counts as applied), so a state machine can count leaderships in it: the server
+	// counts its zxid epochs so.
+	OnNewTerm func(term uint64)
 	// OnNote, if set, receives the notes other members send with SendNote, on a
 	// connection's read goroutine: it must not block. from is the member whose
 	// connection carried it (with TLS, the one its certificate proves). An error says
@@ -94,9 +102,12 @@ type Config struct {
 	// receives it, and when it is applied — where a change it refuses is skipped, alike
 	// on every member, as it must be deterministic.
 	CheckConfChange func(context []byte, after *raftpb.ConfState) error
-	// MaxSnapshotBytes bounds the records of a snapshot a leader streams to this
-	// member, so that a peer cannot fill its disk; a larger one closes the
-	// connection. 0: no bound.
+	// SnapshotLimit, if set, bounds the records of a snapshot a leader streams to this
+	// member, in bytes; it is asked as each snapshot starts, so that the bound can
+	// follow the member's own state (server/replica.go). A larger snapshot is refused
+	// before it is whole, its connection closed, and nothing of it kept. Nil:
+	// MaxSnapshotBytes, which 0 makes unbounded.
+	SnapshotLimit    func() int64
 	MaxSnapshotBytes int64
 	// MaxSizePerMsg and MaxInflightMsgs are Raft's flow control knobs.
 	MaxSizePerMsg   uint64
@@ -122,8 +133,8 @@ func DefaultConfig() Config {
 		SnapshotEntries: 10000,
 		KeepEntries:     5000,
 		MaxEntryBytes:   8 << 20,
-		// A tree of 32 GiB: far more than a coordination service holds in memory.
-		MaxSnapshotBytes: 32 << 30,
+		// A state machine whose snapshot is larger sets SnapshotLimit.
+		MaxSnapshotBytes: 1 << 30,
 	}
 }
 
@@ -201,3 +212,11 @@ const (
 	// (the wait in the apply loop's queue included).
 	StageApply
 )
+
+// snapshotLimit returns the bound on the next received snapshot's records (0: none).
+func (c *Config) snapshotLimit() int64 {
+	if c.SnapshotLimit != nil {
+		return c.SnapshotLimit()
+	}
+	return c.MaxSnapshotBytes
+}

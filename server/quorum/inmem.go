@@ -235,6 +235,27 @@ func (n *Inmem) route(from, to uint64, m *raftpb.Message, msg inmemMsg) bool {
 	return n.enqueueLocked(p, msg)
 }
 
+// Inject delivers m to member to as if member from's link carried it — an attacker
+// who connected to to's peer port and named member from, which without TLS nothing
+// proves — with records, for a MsgSnap, as the snapshot stream that follows it. m is
+// sent as it is: its From, To and every field are the caller's. It bypasses cuts,
+// drops, holds and delays; to must be attached and from one of its peers (a hello
+// naming anyone else is refused). It reports whether m was queued.
+func (n *Inmem) Inject(from, to uint64, m *raftpb.Message, records ReadFunc) bool {
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return false
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.stats.Sent++
+	if dst := n.ends[to]; dst == nil || !dst.peers[from] {
+		n.stats.Dropped++
+		return false
+	}
+	return n.enqueueLocked(inmemPair{from, to}, inmemMsg{from: from, raft: b, snap: records})
+}
+
 // cutLocked says whether link p loses what is sent on it: Disconnect or Partition,
 // or either end not a peer of the other (a member accepts its peers only).
 func (n *Inmem) cutLocked(p inmemPair) bool {

@@ -132,7 +132,8 @@ type Node struct {
 	appended []indexTime // on the leader: when entries were handed to the log, oldest first
 
 	// Owned by the apply loop (and newNode before it starts).
-	confState *raftpb.ConfState // the membership as of the applied index
+	confState   *raftpb.ConfState // the membership as of the applied index
+	appliedTerm uint64            // the term of the last entry applied (or snapshot restored)
 
 	// Owned by the append loop.
 	savedHS *raftpb.HardState // the last hard state written
@@ -206,6 +207,12 @@ func newNode(cfg Config, st Storage, apply ApplyFunc, logger *slog.Logger) (*Nod
 		return nil, fmt.Errorf("quorum: read storage: %w", err)
 	}
 	n.lastIndex.Store(last)
+	hs, _, err := st.InitialState()
+	if err != nil {
+		closeListener(ln)
+		return nil, fmt.Errorf("quorum: read storage: %w", err)
+	}
+	n.term.Store(hs.GetTerm()) // the checks bound a peer's term by the member's (validate.go)
 	if err := n.loadSnapshot(); err != nil {
 		closeListener(ln)
 		return nil, err
@@ -281,7 +288,7 @@ func (n *Node) attach(ln net.Listener) (Link, error) {
 	tc := transportConfig{
 		self: n.id, peers: n.cfg.others(), queueLen: n.cfg.SendQueue, limits: n.cfg.frameLimits(),
 		recv: d.Message, onNote: d.Note, unreachable: d.Unreachable, gone: d.Gone,
-		recvSnap: d.Snapshot, snapshot: d.SnapshotRecords, maxSnapshot: n.cfg.MaxSnapshotBytes,
+		recvSnap: d.Snapshot, snapshot: d.SnapshotRecords, maxSnapshot: n.cfg.snapshotLimit,
 		counters: &n.counters, refusals: n.refusals, logger: n.logger, timeouts: defaultTimeouts,
 	}
 	if n.cfg.timeouts != nil {
@@ -346,6 +353,14 @@ func mapsKeys(m map[uint64]string) func(func(uint64) bool) {
 // receive hands a message from member from's connection to Raft, once the checks in
 // front of Raft have passed it.
 func (n *Node) receive(from uint64, m *raftpb.Message) {
+	if m.GetType() == raftpb.MsgSnap {
+		// A snapshot comes with its records (receiveSnapshot), which Save installs:
+		// one without them, stepped, would leave nothing to install.
+		n.counters.messagesDropped.Add(1)
+		n.refusals.warn("peer message dropped", "from", from, "type", m.GetType().String(),
+			"err", "a snapshot message without its records")
+		return
+	}
 	if n.admit(from, m) {
 		n.stepPeer(m)
 	}
@@ -359,16 +374,34 @@ func (n *Node) receiveSnapshot(from uint64, m *raftpb.Message, records ReadFunc)
 	if !n.admit(from, m) {
 		return
 	}
+	md := m.GetSnapshot().GetMetadata()
 	var check func(ReadFunc) error
 	if c, ok := n.cfg.Snapshotter.(SnapshotChecker); ok {
-		check = c.CheckSnapshot
+		check = func(read ReadFunc) error { return c.CheckSnapshot(read, md) }
 	}
-	if err := n.storage.Receive(m.GetSnapshot().GetMetadata(), records, check); err != nil {
+	if err := n.storage.Receive(md, bounded(records, n.cfg.snapshotLimit()), check); err != nil {
 		n.counters.messagesDropped.Add(1)
 		n.refusals.warn("peer message dropped", "from", from, "type", m.GetType().String(), "err", err)
 		return
 	}
 	n.stepPeer(m)
+}
+
+// bounded reads records until they pass limit bytes (0: no bound), then fails: what
+// a peer streams is refused before it is whole, whatever link carried it.
+func bounded(records ReadFunc, limit int64) ReadFunc {
+	if limit <= 0 {
+		return records
+	}
+	return func(fn func([]byte) error) error {
+		var total int64
+		return records(func(p []byte) error {
+			if total += int64(len(p)); total > limit {
+				return fmt.Errorf("snapshot larger than %d bytes, the most this member takes now", limit)
+			}
+			return fn(p)
+		})
+	}
 }
 
 // admit runs the checks in front of Raft on a message of member from's, counting and
@@ -616,6 +649,12 @@ func (n *Node) applyCommitted(ents []*raftpb.Entry) error {
 // what an undecodable one means.
 func (n *Node) applyEntry(e *raftpb.Entry) error {
 	idx := e.GetIndex()
+	if t := e.GetTerm(); t > n.appliedTerm {
+		n.appliedTerm = t
+		if n.cfg.OnNewTerm != nil && idx > n.cfg.Applied {
+			n.cfg.OnNewTerm(t)
+		}
+	}
 	switch e.GetType() {
 	case raftpb.EntryConfChange, raftpb.EntryConfChangeV2:
 		n.applyConfChange(e)
@@ -1101,6 +1140,7 @@ func (n *Node) restore(md *raftpb.SnapshotMetadata) error {
 	}
 	n.raiseSnapIndex(idx)
 	n.setConfState(md.GetConfState())
+	n.appliedTerm = md.GetTerm()
 	n.setApplied(idx)
 	return nil
 }

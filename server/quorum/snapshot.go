@@ -34,12 +34,16 @@ type StateSnapshot interface {
 	Records(fn func(record []byte) error) error
 }
 
-// SnapshotChecker is a Snapshotter that can tell whether a snapshot would restore,
-// without restoring it. A member whose Snapshotter is one checks every snapshot a
-// peer sends before Raft takes it: one it could not restore would stop it.
-// CheckSnapshot runs on a connection's read goroutine, concurrently with the Ready loop.
+// SnapshotChecker is a Snapshotter that proves a snapshot restorable before Raft may
+// take it. A member whose Snapshotter is one has every snapshot a peer streams pass
+// CheckSnapshot as its records arrive (read yields them; md is its metadata): Raft
+// never sees one that fails, so nothing of it is committed, and Restore is never
+// handed a snapshot it cannot restore — one it could not would stop the member at
+// every start. A checker may keep what it built for the Restore of the same index
+// and term that may follow, so that the state is built once. CheckSnapshot runs on a
+// connection's read goroutine, concurrently with the Ready and apply loops.
 type SnapshotChecker interface {
-	CheckSnapshot(read ReadFunc) error
+	CheckSnapshot(read ReadFunc, md *raftpb.SnapshotMetadata) error
 }
 
 // errSnapshotStopped ends a snapshot write when the member stops.

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/raft/v3/raftpb"
+
 	"github.com/paddock/paddock/server/store"
 )
 
@@ -58,26 +60,39 @@ func (v encodedRecords) Records(fn func([]byte) error) error {
 
 // Restore implements Snapshotter.
 func (m *member) Restore(read ReadFunc, index, term uint64) error {
-	var recs []record
-	err := read(func(data []byte) error {
-		if len(data) < 40 || uint64(len(data)-40) != binary.BigEndian.Uint64(data[32:]) {
-			return errors.New("test snapshot: bad record")
-		}
-		recs = append(recs, record{binary.BigEndian.Uint64(data), binary.BigEndian.Uint64(data[8:]),
-			binary.BigEndian.Uint64(data[16:]), binary.BigEndian.Uint64(data[24:]), string(data[40:])})
-		return nil
-	})
+	recs, err := decodeRecords(read, index)
 	if err != nil {
 		return err
-	}
-	if len(recs) > 0 && recs[len(recs)-1].index > index {
-		return fmt.Errorf("test snapshot at %d holds record %d", index, recs[len(recs)-1].index)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.records = recs
 	m.restores++
 	return nil
+}
+
+// CheckSnapshot implements SnapshotChecker: the records decode as Restore reads them.
+func (m *member) CheckSnapshot(read ReadFunc, md *raftpb.SnapshotMetadata) error {
+	_, err := decodeRecords(read, md.GetIndex())
+	return err
+}
+
+// decodeRecords reads a test snapshot at index: records of entries up to it, in order.
+func decodeRecords(read ReadFunc, index uint64) ([]record, error) {
+	var recs []record
+	err := read(func(data []byte) error {
+		if len(data) < 40 || uint64(len(data)-40) != binary.BigEndian.Uint64(data[32:]) {
+			return errors.New("test snapshot: bad record")
+		}
+		r := record{binary.BigEndian.Uint64(data), binary.BigEndian.Uint64(data[8:]),
+			binary.BigEndian.Uint64(data[16:]), binary.BigEndian.Uint64(data[24:]), string(data[40:])}
+		if n := len(recs); r.index > index || (n > 0 && recs[n-1].index >= r.index) {
+			return fmt.Errorf("test snapshot at %d holds record %d out of order", index, r.index)
+		}
+		recs = append(recs, r)
+		return nil
+	})
+	return recs, err
 }
 
 func (m *member) restoreCount() int {

@@ -138,7 +138,10 @@ func (t *Transport) readSnapshot(r *bufio.Reader, from uint64, body []byte) erro
 	if m.GetType() != raftpb.MsgSnap {
 		return fmt.Errorf("%w: %s in a frame of kind %d", errBadFrame, m.GetType(), frameSnap)
 	}
-	s := &snapStream{r: r, limits: t.cfg.limits, max: t.cfg.maxSnapshot}
+	s := &snapStream{r: r, limits: t.cfg.limits}
+	if t.cfg.maxSnapshot != nil {
+		s.max = t.cfg.maxSnapshot()
+	}
 	if t.cfg.recvSnap != nil {
 		t.cfg.recvSnap(from, m, s.records)
 	}

@@ -63,7 +63,7 @@ type transportConfig struct {
 	// taken, or sent.
 	recvSnap    func(from uint64, m *raftpb.Message, records ReadFunc)
 	snapshot    func(index uint64) ReadFunc
-	maxSnapshot int64 // bounds a received snapshot's bytes; 0: no bound
+	maxSnapshot func() int64 // bounds a received snapshot's bytes, asked as each starts; nil or 0: no bound
 	unreachable func(id uint64)
 	gone        func(id uint64) // a peer's port refused a connection; nil: not told
 	counters    *counters

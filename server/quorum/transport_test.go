@@ -590,7 +590,7 @@ func TestSnapshotStreamBounded(t *testing.T) {
 	}
 	got := make(chan error, 1)
 	tr := newTransport(ln, transportConfig{
-		self: 1, peers: map[uint64]string{2: "127.0.0.1:1"}, queueLen: 1, maxSnapshot: 1000,
+		self: 1, peers: map[uint64]string{2: "127.0.0.1:1"}, queueLen: 1, maxSnapshot: func() int64 { return 1000 },
 		limits: frameLimits{raft: 1 << 20, snap: 1 << 20, note: 1 << 10, chunk: 1 << 10}, timeouts: *shortTimeouts,
 		recv: func(uint64, *raftpb.Message) {},
 		recvSnap: func(from uint64, m *raftpb.Message, records ReadFunc) {

@@ -19,10 +19,24 @@ import (
 // and one that fails is dropped and counted. Authentication (TLS) decides who may send;
 // check decides what anyone may send.
 
-// MaxTerm is the largest Raft term a member accepts. The term is the epoch of the zxids
-// a member hands out (the high 32 bits of a positive int64), so no term beyond it can
-// be used; a message claiming one is dropped rather than let raft overflow.
-const MaxTerm = 1<<31 - 1
+// Terms. Raft adopts any higher term a message carries, and a member's term only grows
+// (it is in its hard state): a term a member can be pushed to but not elected past
+// would stop the ensemble for good, whatever restarts. So no fixed bound alone will do
+// — a forger would send the bound itself — and the bound a member takes is relative to
+// its own term: a message may carry at most MaxTermJump terms beyond it. A member's term
+// then grows by at most MaxTermJump per forged message, and reaching MaxTerm, where Raft's
+// term arithmetic is still far from overflowing, takes more than 2⁴¹ of them (more
+// than a day at ten million a second; each costs the ensemble an election, and a plain
+// peer port is for loopback or a network nobody else reaches, docs/security.md). Every
+// term below MaxTerm is electable: the zxid epochs are counted apart from the terms
+// (server/replica.go), so nothing above Raft limits them. A real member is never that
+// far ahead: with PreVote a member's term moves only with an election that a quorum
+// answers, and 2²⁰ elections take longer than a member stays away (one that did must be
+// wiped and added again, docs/ensemble.md).
+const (
+	MaxTerm     = 1 << 62
+	MaxTermJump = 1 << 20
+)
 
 // maxIndex bounds every log index a message may carry: far beyond any log a member
 // will write, far below where index arithmetic wraps.
@@ -73,7 +87,7 @@ func (v *checkView) check(from uint64, m *raftpb.Message) error {
 	case m.GetTo() != v.self:
 		return dropped("%s is addressed to member %d", typ, m.GetTo())
 	}
-	if err := checkTerms(m); err != nil {
+	if err := checkTerms(m, v.term); err != nil {
 		return err
 	}
 	if err := checkFields(m); err != nil {
@@ -108,9 +122,10 @@ func (v *checkView) check(from uint64, m *raftpb.Message) error {
 	return nil
 }
 
-// checkTerms checks a message's terms: raft sends proposals and read requests without
-// one (term 0 is its mark of a local message), everything else with one.
-func checkTerms(m *raftpb.Message) error {
+// checkTerms checks a message's terms against own, the member's: raft sends proposals
+// and read requests without one (term 0 is its mark of a local message), everything
+// else with one, at most MaxTermJump past the member's.
+func checkTerms(m *raftpb.Message, own uint64) error {
 	typ, term := m.GetType(), m.GetTerm()
 	switch {
 	case typ == raftpb.MsgProp || typ == raftpb.MsgReadIndex:
@@ -119,6 +134,8 @@ func checkTerms(m *raftpb.Message) error {
 		}
 	case term == 0 || term > MaxTerm:
 		return dropped("%s with term %d: want 1 to %d", typ, term, uint64(MaxTerm))
+	case term > own+MaxTermJump:
+		return dropped("%s with term %d: more than %d past this member's term %d", typ, term, MaxTermJump, own)
 	case m.GetLogTerm() > term:
 		return dropped("%s with log term %d past its term %d", typ, m.GetLogTerm(), term)
 	}
@@ -297,13 +314,19 @@ func describeChanges(cc *raftpb.ConfChangeV2) string {
 	return "[" + string(s) + "]"
 }
 
-// checkSnapshot checks a snapshot a leader sends: an index and term in range, a
-// membership that holds this member and can be restored. Its data is checked as
+// checkSnapshot checks a snapshot a leader sends: from the leader this member follows,
+// in its term, an index and term in range, a membership that can be restored. Its data is checked as
 // Storage.Receive keeps it, once these checks passed.
 func (v *checkView) checkSnapshot(m *raftpb.Message) error {
 	s := m.GetSnapshot()
 	md := s.GetMetadata()
 	switch {
+	case m.GetTerm() != v.term || m.GetFrom() != v.leader:
+		// Only the leader a member follows sends it a snapshot, in their term: it sent
+		// appends first, which taught the member both. Anyone else's is dropped before
+		// its records are read (a lost real one is sent again at the next rejection).
+		return dropped("snapshot from member %d in term %d: this member follows member %d in term %d",
+			m.GetFrom(), m.GetTerm(), v.leader, v.term)
 	case s == nil || md == nil:
 		return dropped("snapshot message without a snapshot")
 	case md.GetIndex() == 0 || md.GetIndex() > maxIndex:

@@ -72,10 +72,13 @@ func TestCheckDropsWhatRaftCannotTake(t *testing.T) {
 		{"term 2^64-1 (overflows at the next election)", func() *raftpb.Message {
 			return msg(raftpb.MsgHeartbeat, 2, math.MaxUint64)
 		}, 2, false},
-		{"term past what a zxid epoch holds", func() *raftpb.Message {
-			return msg(raftpb.MsgVote, 2, MaxTerm+1)
+		{"term 2^31-1 (issue 31: the old bound, which stopped the ensemble for good)", func() *raftpb.Message {
+			return msg(raftpb.MsgHeartbeat, 2, 1<<31-1)
 		}, 2, false},
-		{"the largest term", func() *raftpb.Message { return msg(raftpb.MsgPreVote, 2, MaxTerm) }, 2, true},
+		{"a term more than MaxTermJump past the member's", func() *raftpb.Message {
+			return msg(raftpb.MsgVote, 2, 5+MaxTermJump+1)
+		}, 2, false},
+		{"the largest term past the member's", func() *raftpb.Message { return msg(raftpb.MsgPreVote, 2, 5+MaxTermJump) }, 2, true},
 		{"term 0 on a message that needs one", func() *raftpb.Message { return msg(raftpb.MsgApp, 2, 0) }, 2, false},
 		{"a sender other than the connection's member", func() *raftpb.Message {
 			return msg(raftpb.MsgHeartbeat, 3, 5)
@@ -211,6 +214,18 @@ func TestCheckDropsWhatRaftCannotTake(t *testing.T) {
 				ConfState: &raftpb.ConfState{Voters: []uint64{1, 2, 3}}}}
 			return m
 		}, 2, true},
+		{"snapshot from a member that does not lead (issue 31)", func() *raftpb.Message {
+			m := msg(raftpb.MsgSnap, 3, 5)
+			m.Snapshot = &raftpb.Snapshot{Metadata: &raftpb.SnapshotMetadata{Index: new(uint64(200)), Term: new(uint64(5)),
+				ConfState: &raftpb.ConfState{Voters: []uint64{1, 2, 3}}}}
+			return m
+		}, 3, false},
+		{"snapshot from the leader in a later term than the member's", func() *raftpb.Message {
+			m := msg(raftpb.MsgSnap, 2, 6)
+			m.Snapshot = &raftpb.Snapshot{Metadata: &raftpb.SnapshotMetadata{Index: new(uint64(200)), Term: new(uint64(5)),
+				ConfState: &raftpb.ConfState{Voters: []uint64{1, 2, 3}}}}
+			return m
+		}, 2, false},
 		{"snapshot without a membership", func() *raftpb.Message {
 			m := msg(raftpb.MsgSnap, 2, 5)
 			m.Snapshot = &raftpb.Snapshot{Metadata: &raftpb.SnapshotMetadata{Index: new(uint64(200)), Term: new(uint64(5))}}
