@@ -192,8 +192,8 @@ func onlyRoot(recs [][]byte) [][]byte {
 	e.Int(1) // header
 	e.Int(1) // version
 	e.Long(5 << 32)
-	e.Long(1) // nodes
-	e.Long(0) // sessions
+	e.Long(1)                           // nodes
+	e.Long(0)                           // sessions
 	return [][]byte{e.Bytes(), recs[1]} // the root sorts first
 }
 
