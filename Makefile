@@ -13,6 +13,9 @@ METRICS_PORT ?= 8091
 QUICK    ?=
 # The fuzz targets `make fuzz` runs, as package:Target, each for FUZZTIME.
 FUZZTIME ?= 30s
+# The rounds of the seeded property tests make fuzz runs (make test runs the counts
+# their files state).
+FORGE_SEEDS ?= 30000
 FUZZ_TARGETS := \
 	./server/wire:FuzzDecodeRequest \
 	./server/wire:FuzzDecodeConnect \
@@ -104,6 +107,9 @@ fuzz:
 		echo "fuzz $$pkg $$name"; \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	done
+	@echo "seeded: forged peer messages over $(FORGE_SEEDS) rounds, and snapshot mutations"
+	$(GO) test -count=1 -run '^TestSimForgedMessages$$' ./server/quorum/ -args -forge.seeds=$(FORGE_SEEDS)
+	$(GO) test -count=1 -run '^TestSnapshotCheckProvesRestore$$' ./server/ -args -snapcheck.seeds=$(FORGE_SEEDS)
 
 lint:
 	@command -v golangci-lint >/dev/null && golangci-lint run ./... || echo "golangci-lint not installed; skipped"

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -918,7 +919,12 @@ func (r *replica) fillStats(st *admin.Stats) {
 	pc := r.node.Counters()
 	q.Refused = admin.PeerRefusals{Connections: int64(pc.ConnsRefused), Frames: int64(pc.FramesRefused),
 		Messages: int64(pc.MessagesDropped), Proposals: int64(pc.ProposalsRefused), Notes: int64(pc.NotesDropped),
-		EntriesSkipped: int64(pc.EntriesSkipped), EntriesUndecodable: int64(r.undecodable.Load())}
+		EntriesSkipped: int64(pc.EntriesSkipped), EntriesUndecodable: int64(r.undecodable.Load()),
+		Snapshots: int64(pc.SnapshotsRefused)}
+	q.TermCatchUps = int64(pc.TermCatchUps)
+	if rs := r.status.Load(); rs != nil {
+		q.Term = int64(min(rs.Term, math.MaxInt64))
+	}
 	if rs := r.status.Load(); rs != nil && rs.Role == quorum.RoleLeader {
 		q.Followers, q.SyncedFollowers = rs.Followers, rs.SyncedFollowers
 		q.Observers, q.SyncedObservers = rs.Learners, rs.SyncedLearners

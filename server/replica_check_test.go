@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -24,6 +25,8 @@ import (
 // then answers reads of every node and takes writes. A snapshot of the member's own
 // disk that is not restorable makes Restore fail, never panic, and leaves the state as
 // it was.
+
+var snapCheckSeeds = flag.Int("snapcheck.seeds", 2000, "seeds of TestSnapshotCheckProvesRestore (make fuzz runs FORGE_SEEDS)")
 
 // checkMembers is the ensemble of these tests: voters 1, 2, 3.
 var checkMembers = []string{"1=127.0.0.1:1:2:participant;127.0.0.1:3", "2=127.0.0.1:4:5:participant;127.0.0.1:6",
@@ -201,7 +204,7 @@ func onlyRoot(recs [][]byte) [][]byte {
 // CheckSnapshot passes restores and serves; one it refuses leaves nothing kept, and
 // restored from disk as it is fails with an error, the tree untouched.
 func TestSnapshotCheckProvesRestore(t *testing.T) {
-	const seeds = 2000
+	seeds := *snapCheckSeeds
 	accepted := map[string]int{}
 	for seed := range uint64(seeds) {
 		rng := rand.New(rand.NewPCG(seed, 31))

@@ -159,7 +159,7 @@ type statsCollector struct {
 	connections, outstanding, received, sent, fsyncSlowDesc *prometheus.Desc
 	sessionlessExpired, framesRejected, largeResponses      *prometheus.Desc
 	connsDropped, throttleWaits, connThrottleWaits, queued  *prometheus.Desc
-	peerRefused                                             *prometheus.Desc
+	peerRefused, raftTerm, termCatchUps                     *prometheus.Desc
 	quotaAudit                                              *prometheus.Desc
 	tlsHandshakesFailed                                     *prometheus.Desc
 }
@@ -193,7 +193,10 @@ func newStatsCollector(a *Admin) *statsCollector {
 		tlsHandshakesFailed: d("tls_handshakes_failed_total",
 			"Connections to the secure client port closed because their TLS handshake failed or timed out."),
 		peerRefused: d("peer_refused_total", "What an ensemble member refused of the other members' input, by kind: "+
-			"connections, frames, raft messages, proposals, notes; and committed entries skipped or undecodable.", "kind"),
+			"connections, frames, raft messages, proposals, notes, snapshots; and committed entries skipped or undecodable.", "kind"),
+		raftTerm: d("raft_term", "An ensemble member's Raft term."),
+		termCatchUps: d("raft_term_catch_ups_total", "Messages an ensemble member took with a term past the jump bound, "+
+			"at most one an election timeout: catching up after missed elections, or a forger spending the allowance."),
 	}
 }
 
@@ -201,7 +204,7 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.info, c.znodes, c.dataSize, c.ephemerals, c.watches,
 		c.sessions, c.connections, c.outstanding, c.received, c.sent, c.fsyncSlowDesc,
 		c.sessionlessExpired, c.framesRejected, c.largeResponses, c.connsDropped, c.throttleWaits,
-		c.connThrottleWaits, c.queued, c.peerRefused, c.quotaAudit, c.tlsHandshakesFailed} {
+		c.connThrottleWaits, c.queued, c.peerRefused, c.raftTerm, c.termCatchUps, c.quotaAudit, c.tlsHandshakesFailed} {
 		ch <- d
 	}
 }
@@ -242,8 +245,11 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	if q := st.Quorum; q != nil {
 		r := q.Refused
 		for kind, v := range map[string]int64{"connection": r.Connections, "frame": r.Frames, "message": r.Messages,
-			"proposal": r.Proposals, "note": r.Notes, "entry_skipped": r.EntriesSkipped, "entry_undecodable": r.EntriesUndecodable} {
+			"proposal": r.Proposals, "note": r.Notes, "snapshot": r.Snapshots, "entry_skipped": r.EntriesSkipped,
+			"entry_undecodable": r.EntriesUndecodable} {
 			ch <- prometheus.MustNewConstMetric(c.peerRefused, prometheus.CounterValue, float64(v), kind)
 		}
+		ch <- prometheus.MustNewConstMetric(c.raftTerm, prometheus.GaugeValue, float64(q.Term))
+		ch <- prometheus.MustNewConstMetric(c.termCatchUps, prometheus.CounterValue, float64(q.TermCatchUps))
 	}
 }

@@ -124,6 +124,10 @@ type QuorumStats struct {
 	// Refused counts what the member refused of the other members' input since it
 	// started (docs/security.md).
 	Refused PeerRefusals
+	// Term is the member's Raft term; TermCatchUps counts the messages it took with a
+	// term past the jump bound, at most one an election timeout (docs/security.md): a
+	// member catching up after an election it missed, or a forger spending the allowance.
+	Term, TermCatchUps int64
 }
 
 // PeerRefusals count what a member refused at its peer port, and the committed entries
@@ -148,6 +152,9 @@ type PeerRefusals struct {
 	// EntriesUndecodable committed batches of txns that did not decode, each applied as
 	// an error txn. Every member skips the same ones.
 	EntriesSkipped, EntriesUndecodable int64
+	// Snapshots a leader streamed that the member refused: past its bound, cut short,
+	// or not restorable.
+	Snapshots int64
 }
 
 // Connection is a snapshot of one client connection. ConnStats fills the statistics fields;

@@ -243,8 +243,10 @@ func (a *Admin) monitor() object {
 		r := q.Refused
 		o = append(o, field{"peer_connections_refused", r.Connections}, field{"peer_frames_refused", r.Frames},
 			field{"peer_messages_dropped", r.Messages}, field{"peer_proposals_refused", r.Proposals},
-			field{"peer_notes_dropped", r.Notes}, field{"raft_entries_skipped", r.EntriesSkipped},
-			field{"raft_entries_undecodable", r.EntriesUndecodable})
+			field{"peer_notes_dropped", r.Notes}, field{"peer_snapshots_refused", r.Snapshots},
+			field{"raft_entries_skipped", r.EntriesSkipped},
+			field{"raft_entries_undecodable", r.EntriesUndecodable},
+			field{"raft_term", q.Term}, field{"raft_term_catch_ups", q.TermCatchUps})
 	}
 	if open, limit, ok := fileDescriptors(); ok {
 		o = append(o, field{"open_file_descriptor_count", open}, field{"max_file_descriptor_count", limit})

@@ -30,11 +30,19 @@ type Counters struct {
 	// (a membership change that did not decode or apply): each was logged as an error
 	// and skipped by every member alike.
 	EntriesSkipped uint64
+	// SnapshotsRefused counts snapshots a leader streamed that the member refused
+	// before Raft saw them: past its bound, cut short, or records its state machine
+	// could not prove restorable (SnapshotChecker).
+	SnapshotsRefused uint64
+	// TermCatchUps counts the member's climbs toward a peer's term more than
+	// MaxTermJump past its own, at most one an election timeout (validate.go): a member
+	// catching up with the others, or following a forger's term.
+	TermCatchUps uint64
 }
 
 // counters is the live form of Counters.
 type counters struct {
-	connsRefused, framesRefused, messagesDropped, proposalsRefused, notesDropped, entriesSkipped atomic.Uint64
+	connsRefused, framesRefused, messagesDropped, proposalsRefused, notesDropped, entriesSkipped, termCatchUps, snapshotsRefused atomic.Uint64
 }
 
 func (c *counters) snapshot() Counters {
@@ -42,6 +50,7 @@ func (c *counters) snapshot() Counters {
 		ConnsRefused: c.connsRefused.Load(), FramesRefused: c.framesRefused.Load(),
 		MessagesDropped: c.messagesDropped.Load(), ProposalsRefused: c.proposalsRefused.Load(),
 		NotesDropped: c.notesDropped.Load(), EntriesSkipped: c.entriesSkipped.Load(),
+		TermCatchUps: c.termCatchUps.Load(), SnapshotsRefused: c.snapshotsRefused.Load(),
 	}
 }
 

@@ -109,6 +109,10 @@ type Node struct {
 	changed chan struct{} // signalled (capacity 1) when the leader or the role changes
 	// hastened is the term in which peerGone last advanced the election clock.
 	hastened atomic.Uint64
+	// ticks counts the member's Raft ticks; catchUpAt is the tick from which it may
+	// climb toward a term past MaxTermJump again (validate.go).
+	ticks     atomic.Uint64
+	catchUpAt atomic.Uint64
 
 	// What the checks in front of Raft (validate.go) read of the Ready loop's state.
 	term      atomic.Uint64                    // the term as of the last Ready's HardState
@@ -380,8 +384,8 @@ func (n *Node) receiveSnapshot(from uint64, m *raftpb.Message, records ReadFunc)
 		check = func(read ReadFunc) error { return c.CheckSnapshot(read, md) }
 	}
 	if err := n.storage.Receive(md, bounded(records, n.cfg.snapshotLimit()), check); err != nil {
-		n.counters.messagesDropped.Add(1)
-		n.refusals.warn("peer message dropped", "from", from, "type", m.GetType().String(), "err", err)
+		n.counters.snapshotsRefused.Add(1)
+		n.refusals.warn("peer snapshot refused", "from", from, "index", md.GetIndex(), "err", err)
 		return
 	}
 	n.stepPeer(m)
@@ -439,11 +443,37 @@ func (n *Node) unreachable(id uint64) {
 // view is what the checks in front of Raft see of the member now.
 func (n *Node) view() *checkView {
 	v := &checkView{
-		self: n.id, term: n.term.Load(), lastIndex: n.lastIndex.Load(), leader: n.leader.Load(),
+		self: n.id, term: n.term.Load(), catchUp: n.climb, lastIndex: n.lastIndex.Load(), leader: n.leader.Load(),
 		conf: n.conf.Load(), entry: n.cfg.CheckEntry, confCtx: n.cfg.CheckConfChange,
 		maxEntry: n.cfg.MaxEntryBytes + proposalHeader,
 	}
 	return v
+}
+
+// climb raises the member's term toward term, a peer's message's past MaxTermJump,
+// once an election timeout of ticks and by at most TermCatchUp (validate.go), and
+// returns the term the member will be at when the message is stepped. It raises the
+// term as a message of from's in the new term that Raft takes for nothing more — an
+// append answer, which a follower ignores once it has the term — queued before the
+// message itself.
+func (n *Node) climb(from, term uint64) uint64 {
+	own := n.term.Load()
+	now, at := n.ticks.Load(), n.catchUpAt.Load()
+	if now < at || !n.catchUpAt.CompareAndSwap(at, now+uint64(n.cfg.ElectionTicks)) {
+		return own
+	}
+	to := min(term, own+TermCatchUp, MaxTerm)
+	n.counters.termCatchUps.Add(1)
+	n.refusals.warn("a peer is more terms ahead than a message may jump: climbing", "from", from,
+		"term", own, "to", to, "peer_term", term)
+	n.stepPeer(&raftpb.Message{Type: raftpb.MsgAppResp.Enum(), From: new(from), To: new(n.id), Term: new(to)})
+	return to
+}
+
+// tick ticks Raft, counting.
+func (n *Node) tick() {
+	n.ticks.Add(1)
+	n.rn.Tick()
 }
 
 // peerGone hastens the election when the leader is down: its peer port refusing
@@ -498,9 +528,9 @@ func (n *Node) run() {
 	for {
 		select {
 		case <-clock:
-			n.rn.Tick()
+			n.tick()
 		case <-n.cfg.Ticks:
-			n.rn.Tick()
+			n.tick()
 		case <-n.in.wake:
 		case <-n.failed:
 			return
@@ -525,16 +555,20 @@ func (n *Node) work(clock <-chan time.Time) error {
 	for {
 		select {
 		case <-clock:
-			n.rn.Tick()
+			n.tick()
 		case <-n.cfg.Ticks:
-			n.rn.Tick()
+			n.tick()
 		default:
 		}
 		items := n.in.take(n.spare)
 		work := 0
+		low := n.lastIndex.Load()
 		for i, it := range items {
 			if !it.query {
 				work++
+			}
+			if it.m != nil {
+				low = clampCommit(it.m, low)
 			}
 			if it.call != nil {
 				it.call(n.rn)
@@ -560,6 +594,28 @@ func (n *Node) work(clock <-chan time.Time) error {
 			return err
 		}
 	}
+}
+
+// clampCommit keeps a heartbeat from committing past the log's end, which makes Raft
+// panic, and returns what the log's end is at least once m is stepped. The checks in
+// front of Raft compare with the log as of the last Ready (checkView.lastIndex); within
+// one batch, an append stepped before the heartbeat may have cut the log's uncommitted
+// tail shorter (a leader replacing it, or one forged as the leader), so the batch
+// carries low, a bound on the log's end that each append and snapshot can only lower:
+// after an append the log ends at or past its last entry's index (at it when the append
+// cut the tail), after a snapshot at or past its index.
+func clampCommit(m *raftpb.Message, low uint64) uint64 {
+	switch m.GetType() {
+	case raftpb.MsgApp:
+		return min(low, m.GetIndex()+uint64(len(m.GetEntries())))
+	case raftpb.MsgSnap:
+		return min(low, m.GetSnapshot().GetMetadata().GetIndex())
+	case raftpb.MsgHeartbeat:
+		if m.GetCommit() > low {
+			m.Commit = new(low) // committing less is always safe: the next heartbeat says more
+		}
+	}
+	return low
 }
 
 // handleReady does one Ready's work: it notes the term, the log's end and the leader;

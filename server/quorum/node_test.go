@@ -88,6 +88,8 @@ type cluster struct {
 	// snapEvery and keep, when snapEvery > 0, give members a Snapshotter (their
 	// state machine) with SnapshotEntries snapEvery and KeepEntries keep.
 	snapEvery, keep uint64
+	// maxSnapshot, if set, bounds the snapshots members receive (MaxSnapshotBytes).
+	maxSnapshot int64
 	// tickEvery, if set, replaces testTick.
 	tickEvery time.Duration
 	// tls, if set, gives each member its TLS settings; timeouts its peer timeouts.
@@ -174,6 +176,9 @@ func (c *cluster) start(id uint64, ln net.Listener) {
 	}
 	if c.snapEvery > 0 {
 		cfg.Snapshotter, cfg.SnapshotEntries, cfg.KeepEntries = m, c.snapEvery, c.keep
+	}
+	if c.maxSnapshot > 0 {
+		cfg.MaxSnapshotBytes = c.maxSnapshot
 	}
 	n, err := New(cfg, m.apply(c.t), testLogger())
 	if err != nil {

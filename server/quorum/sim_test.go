@@ -69,28 +69,41 @@ func (c *cluster) tick(rounds int) {
 }
 
 // settle waits until nothing moves: no message in flight on the network, no member
-// handling a Ready, and the members' Raft state (read through each one's Raft
-// goroutine) the same on consecutive looks.
+// with work waiting or a Ready in hand, and the same counts of messages and Readies on
+// consecutive looks.
 func (c *cluster) settle() {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var last string
+	var last []uint64
 	for stable := 0; stable < 3; {
 		if err := c.net.WaitIdle(ctx); err != nil {
 			c.t.Fatalf("the network did not go idle: %v", err)
 		}
-		now := c.activity()
+		now, busy := c.moves()
 		if ctx.Err() != nil {
-			c.t.Fatalf("the members did not settle: %s", now)
+			c.t.Fatalf("the members did not settle: %s", c.activity())
 		}
-		if now == last && !strings.Contains(now, "busy") {
+		if !busy && slices.Equal(now, last) {
 			stable++
 		} else {
 			stable, last = 0, now
 		}
 		runtime.Gosched()
 	}
+}
+
+// moves counts what moved so far — the network's messages, each member's Readies
+// handled — and says whether a member has work waiting.
+func (c *cluster) moves() (counts []uint64, busy bool) {
+	st := c.net.Stats()
+	counts = append(counts, st.Sent, st.Delivered, st.Dropped)
+	for _, id := range c.running() {
+		n := c.members[id].node
+		counts = append(counts, id, n.handled.Load())
+		busy = busy || n.pending.Load() > 0
+	}
+	return counts, busy
 }
 
 // activity describes what moved so far: the network's counts and each member's Raft

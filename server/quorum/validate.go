@@ -21,21 +21,27 @@ import (
 
 // Terms. Raft adopts any higher term a message carries, and a member's term only grows
 // (it is in its hard state): a term a member can be pushed to but not elected past
-// would stop the ensemble for good, whatever restarts. So no fixed bound alone will do
-// — a forger would send the bound itself — and the bound a member takes is relative to
-// its own term: a message may carry at most MaxTermJump terms beyond it. A member's term
-// then grows by at most MaxTermJump per forged message, and reaching MaxTerm, where Raft's
-// term arithmetic is still far from overflowing, takes more than 2⁴¹ of them (more
-// than a day at ten million a second; each costs the ensemble an election, and a plain
-// peer port is for loopback or a network nobody else reaches, docs/security.md). Every
-// term below MaxTerm is electable: the zxid epochs are counted apart from the terms
-// (server/replica.go), so nothing above Raft limits them. A real member is never that
-// far ahead: with PreVote a member's term moves only with an election that a quorum
-// answers, and 2²⁰ elections take longer than a member stays away (one that did must be
-// wiped and added again, docs/ensemble.md).
+// would stop the ensemble for good, whatever restarts. A fixed bound alone does not
+// do — a forger sends the bound itself, as a heartbeat of term 2³¹−1 did to the bound
+// before — and a bound relative to the member's own term alone does not either:
+// members pushed apart by more than it stop hearing each other for good. So a member
+// takes a message of a term at most MaxTermJump past its own, and past that climbs:
+// once per election timeout of its own ticks it raises its own term by up to
+// TermCatchUp toward the message's, as a member whose election timer fired raises it
+// (safe in Raft: a term moves without a vote), and takes the message itself if the
+// climb reached its term. A member left behind, by elections or by a push it did not
+// get, reaches the others at TermCatchUp an election timeout; a forger moves a member's
+// term by at most MaxTermJump a Raft round (messages are checked against the term of
+// the last Ready) and TermCatchUp an election timeout. Reaching MaxTerm, where Raft's
+// arithmetic is still far from overflowing, then takes years of flooding even with an
+// election timeout of 100 ms; every term below it is electable, the zxid epochs being
+// counted apart from the terms (server/replica.go). A plain peer port is for loopback or
+// a network nobody else reaches (docs/security.md), where this is the last line; member
+// TLS keeps forgers out.
 const (
 	MaxTerm     = 1 << 62
-	MaxTermJump = 1 << 20
+	MaxTermJump = 1 << 10
+	TermCatchUp = 1 << 32
 )
 
 // maxIndex bounds every log index a message may carry: far beyond any log a member
@@ -65,6 +71,7 @@ var peerTypes = map[raftpb.MessageType]bool{
 type checkView struct {
 	self      uint64
 	term      uint64                               // the member's term as of its last Ready
+	catchUp   func(from, term uint64) uint64       // climbs toward term, returning the member's term after; nil: never
 	lastIndex uint64                               // the member's last log index as of its last Ready
 	leader    uint64                               // the leader it follows; 0 if none
 	conf      *raftpb.ConfState                    // the membership as of its applied index
@@ -87,7 +94,7 @@ func (v *checkView) check(from uint64, m *raftpb.Message) error {
 	case m.GetTo() != v.self:
 		return dropped("%s is addressed to member %d", typ, m.GetTo())
 	}
-	if err := checkTerms(m, v.term); err != nil {
+	if err := v.checkTerms(m); err != nil {
 		return err
 	}
 	if err := checkFields(m); err != nil {
@@ -122,10 +129,11 @@ func (v *checkView) check(from uint64, m *raftpb.Message) error {
 	return nil
 }
 
-// checkTerms checks a message's terms against own, the member's: raft sends proposals
-// and read requests without one (term 0 is its mark of a local message), everything
-// else with one, at most MaxTermJump past the member's.
-func checkTerms(m *raftpb.Message, own uint64) error {
+// checkTerms checks a message's terms against the member's: raft sends proposals and
+// read requests without one (term 0 is its mark of a local message), everything else
+// with one, at most MaxTermJump past the member's — or as far as its climb reached
+// (catchUp).
+func (v *checkView) checkTerms(m *raftpb.Message) error {
 	typ, term := m.GetType(), m.GetTerm()
 	switch {
 	case typ == raftpb.MsgProp || typ == raftpb.MsgReadIndex:
@@ -134,10 +142,12 @@ func checkTerms(m *raftpb.Message, own uint64) error {
 		}
 	case term == 0 || term > MaxTerm:
 		return dropped("%s with term %d: want 1 to %d", typ, term, uint64(MaxTerm))
-	case term > own+MaxTermJump:
-		return dropped("%s with term %d: more than %d past this member's term %d", typ, term, MaxTermJump, own)
 	case m.GetLogTerm() > term:
 		return dropped("%s with log term %d past its term %d", typ, m.GetLogTerm(), term)
+	case term <= v.term+MaxTermJump:
+	case v.catchUp == nil || v.catchUp(m.GetFrom(), term) < term:
+		return dropped("%s with term %d: more than %d past this member's term %d (it climbs %d an election timeout)",
+			typ, term, MaxTermJump, v.term, uint64(TermCatchUp))
 	}
 	return nil
 }
@@ -154,6 +164,17 @@ func checkFields(m *raftpb.Message) error {
 		return dropped("%s with entries", typ)
 	case m.GetSnapshot() != nil && typ != raftpb.MsgSnap:
 		return dropped("%s with a snapshot", typ)
+	}
+	// Raft puts a context on heartbeats alone (their read-only index, 8 bytes, which
+	// the leader decodes from the answer and panics on any other length), and on a
+	// leadership transfer's vote, which paddock never starts (and which would make a
+	// member vote inside its leader's lease).
+	switch ctx := len(m.GetContext()); {
+	case ctx == 0:
+	case typ != raftpb.MsgHeartbeat && typ != raftpb.MsgHeartbeatResp:
+		return dropped("%s with a context", typ)
+	case ctx != 8:
+		return dropped("%s with a context of %d bytes: want 8", typ, ctx)
 	}
 	return nil
 }

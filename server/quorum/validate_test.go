@@ -244,6 +244,21 @@ func TestCheckDropsWhatRaftCannotTake(t *testing.T) {
 			return m
 		}, 2, false},
 		{"snapshot message without a snapshot", func() *raftpb.Message { return msg(raftpb.MsgSnap, 2, 5) }, 2, false},
+		{"heartbeat answer with a context of 6 bytes (issue 31: the leader panics)", func() *raftpb.Message {
+			m := msg(raftpb.MsgHeartbeatResp, 2, 5)
+			m.Context = []byte("abcdef")
+			return m
+		}, 2, false},
+		{"heartbeat answer with its read-only index", func() *raftpb.Message {
+			m := msg(raftpb.MsgHeartbeatResp, 2, 5)
+			m.Context = []byte("12345678")
+			return m
+		}, 2, true},
+		{"vote of a leadership transfer (votes inside the lease)", func() *raftpb.Message {
+			m := msg(raftpb.MsgVote, 2, 6)
+			m.Context = []byte("CampaignTransfer")
+			return m
+		}, 2, false},
 		{"index out of range", func() *raftpb.Message {
 			m := msg(raftpb.MsgVote, 2, 5)
 			m.Index = new(uint64(math.MaxUint64))
@@ -280,5 +295,58 @@ func TestApplyToConf(t *testing.T) {
 	if _, err := applyToConf(cs, &raftpb.ConfChangeV2{Changes: []*raftpb.ConfChangeSingle{
 		{Type: raftpb.ConfChangeType(9).Enum(), NodeId: new(uint64(4))}}}); err == nil {
 		t.Errorf("a change of unknown type: no error")
+	}
+}
+
+// TestCheckTermCatchUp: past MaxTermJump a message is taken only when the member's
+// climb reaches its term (once an election timeout, by at most TermCatchUp).
+func TestCheckTermCatchUp(t *testing.T) {
+	climbs := 0
+	v := testView()
+	v.catchUp = func(from, term uint64) uint64 {
+		if climbs++; climbs > 2 {
+			return v.term // the allowance is spent
+		}
+		return min(term, v.term+TermCatchUp)
+	}
+	tests := []struct {
+		term uint64
+		ok   bool
+	}{
+		{5 + MaxTermJump, true},      // within the jump bound: no climb
+		{5 + TermCatchUp + 1, false}, // the climb stops short of it
+		{5 + TermCatchUp, true},      // the climb reaches it
+		{5 + MaxTermJump + 1, false}, // no climb left
+		{MaxTerm + 1, false},
+	}
+	for _, tt := range tests {
+		err := v.check(2, msg(raftpb.MsgHeartbeat, 2, tt.term))
+		if (err == nil) != tt.ok {
+			t.Errorf("term %d: check = %v, want ok %v", tt.term, err, tt.ok)
+		}
+	}
+	if climbs != 3 {
+		t.Errorf("%d climbs asked, want 3", climbs)
+	}
+}
+
+// TestClampCommit: within a batch, an append that cuts the log's tail lowers what a
+// heartbeat after it may commit (Raft panics past the log's end).
+func TestClampCommit(t *testing.T) {
+	low := uint64(100) // the log's end as of the last Ready
+	app := msg(raftpb.MsgApp, 2, 5)
+	app.Index = new(uint64(90))
+	app.Entries = []*raftpb.Entry{typedEntry(raftpb.EntryNormal, 91, 5, nil)}
+	if low = clampCommit(app, low); low != 91 {
+		t.Fatalf("after an append ending at 91: low %d", low)
+	}
+	hb := msg(raftpb.MsgHeartbeat, 2, 5)
+	hb.Commit = new(uint64(100))
+	if low = clampCommit(hb, low); hb.GetCommit() != 91 || low != 91 {
+		t.Fatalf("heartbeat commit %d, low %d: want 91, 91", hb.GetCommit(), low)
+	}
+	hb.Commit = new(uint64(50))
+	if clampCommit(hb, low); hb.GetCommit() != 50 {
+		t.Fatalf("a heartbeat within the log was changed to commit %d", hb.GetCommit())
 	}
 }

@@ -187,7 +187,8 @@ var attacks = []attack{
 type attackTarget struct {
 	c     *cluster
 	lead  int
-	epoch int64 // of the leader's term: the high 32 bits of a zxid
+	term  uint64 // the leader's Raft term (mntr's zk_raft_term)
+	epoch int64  // the leader's zxid epoch: the high 32 bits of a zxid
 	conn  *zk.Conn
 }
 
@@ -206,7 +207,8 @@ func newAttackTarget(t *testing.T, c *cluster) *attackTarget {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &attackTarget{c: c, lead: lead, epoch: stat.Mzxid >> 32, conn: conn}
+	term := uint64(c.members[lead].counter(t, "zk_raft_term"))
+	return &attackTarget{c: c, lead: lead, term: term, epoch: stat.Mzxid >> 32, conn: conn}
 }
 
 // unaffected checks that the attacks left the ensemble as it was: every member up and
@@ -240,6 +242,9 @@ func (a *attackTarget) unaffected(t *testing.T, note string) {
 	if got := a.c.leaderAmong(a.c.others(-1)); got != a.lead {
 		t.Errorf("%s: member %d leads, before member %d", note, got+1, a.lead+1)
 	}
+	if term := uint64(a.c.members[a.lead].counter(t, "zk_raft_term")); term != a.term {
+		t.Errorf("%s: the leader's term is %d, before %d", note, term, a.term)
+	}
 }
 
 // TestAttacksOnThePeerPortWithoutTLS replays each attack on an ensemble whose member
@@ -258,7 +263,7 @@ func TestAttacksOnThePeerPortWithoutTLS(t *testing.T) {
 			if err != nil {
 				t.Fatalf("without TLS a hello naming member %d is accepted; got %v", from+1, err)
 			}
-			if err := at.send(in, from+1, to+1, uint64(a.epoch)); err != nil {
+			if err := at.send(in, from+1, to+1, a.term); err != nil {
 				t.Fatal(err)
 			}
 			c.members[to].waitCounter(t, at.counted, before+1)
@@ -277,7 +282,7 @@ func TestAttacksOnThePeerPortWithoutTLS(t *testing.T) {
 				if err != nil {
 					continue // the member is in the middle of something: next round
 				}
-				in.raft(message(raftpb.MsgHeartbeat, from+1, to+1, uint64(a.epoch)+uint64(10*(k+1))))
+				in.raft(message(raftpb.MsgHeartbeat, from+1, to+1, a.term+uint64(10*(k+1))))
 			}
 			time.Sleep(300 * time.Millisecond)
 		}
@@ -337,7 +342,7 @@ func TestAttacksOnThePeerPortWithTLS(t *testing.T) {
 			for _, cred := range credentials {
 				in, err := dialIntruder(t, c.members[to].peerAddr(), cred.cfg, from+1, to+1)
 				if err == nil {
-					at.send(in, from+1, to+1, uint64(a.epoch))
+					at.send(in, from+1, to+1, a.term)
 					t.Errorf("%s got in as member %d", cred.name, from+1)
 				}
 			}

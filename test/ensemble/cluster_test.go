@@ -30,6 +30,8 @@ type clusterOptions struct {
 	// adminPort, if not 0, is every member's admin.serverPort (on 127.0.0.1), as
 	// zoo.cfg files that leave it at 8080 on one machine; 0 turns the admin server off.
 	adminPort int
+	// env adds PADDOCK_SERVER_* settings to every member's.
+	env []string
 }
 
 // cluster is an ensemble of member processes, and the proxies between them.
@@ -63,7 +65,7 @@ func newCluster(t *testing.T, n int, opts clusterOptions) *cluster {
 	for i := range n {
 		m := &member{id: i + 1, dir: filepath.Join(root, fmt.Sprintf("data-%d", i+1)), logDir: root,
 			cfgPath: filepath.Join(root, fmt.Sprintf("zoo-%d.cfg", i+1)), binary: binary, tb: t,
-			env: []string{"PADDOCK_SERVER_ELECTION_TIMEOUT=" + electionTimeout.String()}}
+			env: append([]string{"PADDOCK_SERVER_ELECTION_TIMEOUT=" + electionTimeout.String()}, opts.env...)}
 		m.client, m.peer = ports.take(t), ports.take(t)
 		c.members = append(c.members, m)
 	}
