@@ -244,7 +244,7 @@ func memberTLS(t *testing.T, ca *certs.CA, id uint64, roots *x509.CertPool) *TLS
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &TLS{Certificate: cert, Roots: roots, HostnameVerification: true, MemberIDs: certs.MemberIDs}
+	return &TLS{Certificate: cert, Roots: roots, HostnameVerification: true}
 }
 
 func newCA(t *testing.T) (*certs.CA, *x509.CertPool) {
@@ -325,7 +325,7 @@ func TestPeerTLSHostnameVerification(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &TLS{Certificate: cert, Roots: roots, HostnameVerification: verify, MemberIDs: certs.MemberIDs}
+		return &TLS{Certificate: cert, Roots: roots, HostnameVerification: verify}
 	}
 	c := newClusterWith(t, 3, 0, func(c *cluster) {
 		c.timeouts = shortTimeouts
@@ -335,10 +335,10 @@ func TestPeerTLSHostnameVerification(t *testing.T) {
 
 	p := newPeerTLS(wrongHost(1, true))
 	leaf, _ := x509.ParseCertificate(p.Certificate.Certificate[0])
-	if err := p.proves(tls.ConnectionState{PeerCertificates: []*x509.Certificate{leaf}}, 1, "127.0.0.1:2888"); err == nil {
+	if err := p.Proves([]*x509.Certificate{leaf}, 1, "127.0.0.1:2888"); err == nil {
 		t.Error("a certificate for 10.9.9.9 proves member 1 at 127.0.0.1 with hostname verification")
 	}
-	if err := p.proves(tls.ConnectionState{PeerCertificates: []*x509.Certificate{leaf}}, 1, "10.9.9.9:2888"); err != nil {
+	if err := p.Proves([]*x509.Certificate{leaf}, 1, "10.9.9.9:2888"); err != nil {
 		t.Errorf("a certificate for 10.9.9.9 does not prove member 1 at 10.9.9.9: %v", err)
 	}
 }
