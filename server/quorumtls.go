@@ -5,6 +5,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"slices"
 
 	"github.com/paddock/paddock/internal/certs"
@@ -29,6 +31,49 @@ func (c *Config) validateQuorumTLS() error {
 	}
 	errs = append(errs, tlsParamErrors("quorum_tls", c.QuorumTLSProtocol, c.QuorumTLSEnabledProtocols, c.QuorumTLSCipherSuites)...)
 	return errors.Join(errs...)
+}
+
+// validatePlainPeerPort refuses a member without TLS whose own server line puts its
+// peer port on an address other than loopback, unless QuorumPlaintext says so: without
+// TLS whoever reaches the port can say it is any member and write as any identity.
+func (c *Config) validatePlainPeerPort() error {
+	if c.QuorumTLS && c.QuorumPlaintext && len(c.Ensemble) > 0 {
+		return errors.New("quorum_plaintext = true: contradicts quorum_tls (sslQuorum), which secures the peer port: set one of them")
+	}
+	if addr, beyond := c.plainPeerPortBeyondLoopback(); beyond && !c.QuorumPlaintext {
+		return fmt.Errorf("quorum_plaintext = false: the peer port of server.%d, %s, is not on a loopback address, "+
+			"and without quorum_tls (sslQuorum) whoever reaches it can act as any member and write as any identity: "+
+			"secure the member link with TLS (docs/security.md), or, on a network only the members reach, "+
+			"set quorum_plaintext: true (zoo.cfg: quorum.plaintext=true)", c.ServerID, addr)
+	}
+	return nil
+}
+
+// warnPlainPeerPort logs, at start, a member whose plain peer port quorum_plaintext let
+// listen beyond loopback.
+func (c *Config) warnPlainPeerPort(logger *slog.Logger) {
+	if addr, beyond := c.plainPeerPortBeyondLoopback(); beyond && c.QuorumPlaintext {
+		logger.Warn("plain peer port beyond loopback (quorum_plaintext): whoever reaches it can act as any member "+
+			"and write as any identity; keep it on a network only the members reach, or use quorum_tls",
+			"peer_addr", addr)
+	}
+}
+
+// plainPeerPortBeyondLoopback returns this member's peer address, and true when it is a
+// member without TLS whose peer address is not loopback. A host name other than
+// localhost counts as beyond loopback, whatever it resolves to now. A standalone server
+// has no peer port; an ensemble without this server's line is validateEnsemble's to
+// refuse.
+func (c *Config) plainPeerPortBeyondLoopback() (string, bool) {
+	if c.QuorumTLS {
+		return "", false
+	}
+	addr, ok := c.ownPeerAddr()
+	if !ok {
+		return "", false
+	}
+	host, _, err := net.SplitHostPort(addr)
+	return addr, err != nil || !isLoopbackHost(host)
 }
 
 // ownPeerAddr returns the peer address of this server's own server line; false if the
