@@ -462,36 +462,16 @@ func TestPeerTLSMatrix(t *testing.T) {
 // on every member's peer port. All are refused before a message gets through, each
 // refusal is counted, and the ensemble keeps its leader and term and commits on.
 func TestClientCertificateIsNoMember(t *testing.T) {
-	ca, roots := newCA(t)
-	c := newClusterWith(t, 3, 1, func(c *cluster) {
-		c.timeouts = shortTimeouts
-		c.tls = map[uint64]*TLS{}
-		for id := uint64(1); id <= 4; id++ {
-			c.tls[id] = memberTLS(t, ca, id, roots)
-			c.tls[id].HostnameVerification = false
-		}
-	})
+	c, ca, _ := tlsCluster(t, 3, 1, func(m *TLS) { m.HostnameVerification = false })
 	lead := c.leader(10 * time.Second)
 	term := c.members[lead].node.Status().Term
 	c.propose(lead, "before")
-	issued := func(o certs.IssueOptions) tls.Certificate {
-		o.Validity = time.Hour
-		certPEM, keyPEM, err := ca.Issue(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cert, err := tls.X509KeyPair(certPEM, keyPEM)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cert
-	}
 	creds := map[string]tls.Certificate{
-		"client": issued(certs.IssueOptions{CommonName: "member-2",
+		"client": issuedCert(t, ca, certs.IssueOptions{CommonName: "member-2",
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}),
-		"server": issued(certs.IssueOptions{Hosts: []string{"127.0.0.1"},
+		"server": issuedCert(t, ca, certs.IssueOptions{Hosts: []string{"127.0.0.1"},
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}),
-		"names no member": issued(certs.IssueOptions{CommonName: "outsider", Hosts: []string{"outsider.example.com"}}),
+		"names no member": issuedCert(t, ca, certs.IssueOptions{CommonName: "outsider", Hosts: []string{"outsider.example.com"}}),
 	}
 	refused := func() (n uint64) {
 		for _, m := range c.members {
