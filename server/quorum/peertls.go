@@ -126,14 +126,14 @@ func names(leaf *x509.Certificate, id uint64, host string) error {
 }
 
 // namesHost reports whether a certificate without member URIs names host: a DNS SAN
-// equal to it but for case and a final dot (never a wildcard), an IP SAN equal to it,
-// or, without any SAN, a common name equal to it.
+// equal to it but for case (never a wildcard), an IP SAN equal to it, or, without any
+// SAN, a common name equal to it.
 func namesHost(leaf *x509.Certificate, host string) bool {
 	if ip := net.ParseIP(host); ip != nil {
 		return slices.ContainsFunc(leaf.IPAddresses, ip.Equal) || !hasSAN(leaf) && ip.Equal(net.ParseIP(leaf.Subject.CommonName))
 	}
 	same := func(name string) bool {
-		return !strings.Contains(name, "*") && strings.EqualFold(strings.TrimSuffix(name, "."), strings.TrimSuffix(host, "."))
+		return !strings.Contains(name, "*") && strings.EqualFold(name, host)
 	}
 	return slices.ContainsFunc(leaf.DNSNames, same) || !hasSAN(leaf) && same(leaf.Subject.CommonName)
 }

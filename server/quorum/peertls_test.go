@@ -124,14 +124,14 @@ func allCases(wide bool) []certCase {
 // testPKI is a root CA, an intermediate under it, and a stranger CA, which issue the
 // matrix's certificates, all for one key (the matrix is about names, not keys).
 type testPKI struct {
-	t                       *testing.T
+	t                       testing.TB
 	key                     *ecdsa.PrivateKey
 	root, inter, stranger   *x509.Certificate
 	rootKey, interKey, sKey *ecdsa.PrivateKey
 	roots                   *x509.CertPool
 }
 
-func newTestPKI(t *testing.T) *testPKI {
+func newTestPKI(t testing.TB) *testPKI {
 	t.Helper()
 	p := &testPKI{t: t, key: newKey(t), rootKey: newKey(t), interKey: newKey(t), sKey: newKey(t)}
 	ca := func(name string, key *ecdsa.PrivateKey, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) *x509.Certificate {
@@ -151,7 +151,7 @@ func newTestPKI(t *testing.T) *testPKI {
 	return p
 }
 
-func newKey(t *testing.T) *ecdsa.PrivateKey {
+func newKey(t testing.TB) *ecdsa.PrivateKey {
 	t.Helper()
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
