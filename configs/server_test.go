@@ -21,7 +21,7 @@ func TestServerKeys(t *testing.T) {
 		"container_check_interval", "container_max_per_minute", "four_letter_words",
 		"admin_addr", "admin_pprof", "admin_auth", "snap_count", "snap_retain_count", "purge_interval", "snapshot_receive_floor", "prealloc_size", "profile_contention", "procs", "force_sync",
 		"ensemble", "election_timeout", "reconfig_enabled", "read_only_mode", "join",
-		"quorum_tls", "quorum_key_store", "quorum_key_store_type", "quorum_key_store_password",
+		"quorum_tls", "quorum_plaintext", "quorum_key_store", "quorum_key_store_type", "quorum_key_store_password",
 		"quorum_trust_store", "quorum_trust_store_type", "quorum_trust_store_password",
 		"quorum_hostname_verification", "quorum_tls_protocol", "quorum_tls_enabled_protocols", "quorum_tls_cipher_suites",
 		"client_tls_key_store", "client_tls_key_store_type", "client_tls_key_store_password",
@@ -152,6 +152,7 @@ server:
     - "8=zk8.example.com:2888:3888:participant"
     - 9=[fd00::9]:2888:3888:observer;[fd00::9]:2181
   election_timeout: 500ms
+  quorum_plaintext: true
 `)
 	cfg, err := LoadServer(Options{File: file})
 	if err != nil {
@@ -170,7 +171,7 @@ server:
 			"9=[fd00::9]:2888:3888:observer;[fd00::9]:2181"},
 		ElectionTimeout:       500 * time.Millisecond,
 		MaxOutstandingPerConn: 100, MaxQueuedBytes: 128 << 20, HandshakeTimeout: 10 * time.Second, // defaults
-		QuorumHostnameVerification: true, SnapshotReceiveFloor: 1 << 30,
+		QuorumHostnameVerification: true, SnapshotReceiveFloor: 1 << 30, QuorumPlaintext: true,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("LoadServer =\n%+v\nwant\n%+v", cfg, want)

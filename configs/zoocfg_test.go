@@ -609,7 +609,9 @@ func TestZooCfgEnsemble(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfgText := tt.cfg
+			// These ensembles' hosts are not loopback and they have no TLS: without
+			// quorum.plaintext they would not load (TestPlainPeerPort).
+			cfgText := "quorum.plaintext=true\n" + tt.cfg
 			if tt.dynamic != "" {
 				cfgText = strings.ReplaceAll(cfgText, "DYN", writeFile(t, "zoo.cfg.dynamic", tt.dynamic))
 			}
@@ -620,6 +622,9 @@ func TestZooCfgEnsemble(t *testing.T) {
 			if !slices.Equal(cfg.Ensemble, tt.ensemble) || cfg.ServerID != tt.id || cfg.ClientAddr != tt.client {
 				t.Errorf("ensemble, server_id, client_addr =\n%q, %d, %q\nwant\n%q, %d, %q",
 					cfg.Ensemble, cfg.ServerID, cfg.ClientAddr, tt.ensemble, tt.id, tt.client)
+			}
+			if !cfg.QuorumPlaintext {
+				t.Error("quorum.plaintext=true: quorum_plaintext = false, want true")
 			}
 			if cfg.ElectionTimeout != time.Second {
 				t.Errorf("election_timeout = %v, want the default 1s", cfg.ElectionTimeout)
@@ -634,7 +639,7 @@ func TestZooCfgEnsemble(t *testing.T) {
 // The warnings for ensemble keys say what paddock does instead.
 func TestZooCfgEnsembleWarnings(t *testing.T) {
 	_, log, err := loadZooCfg(t, "dataDir=DIR\nclientPort=2181\ninitLimit=10\nsyncLimit=5\nelectionAlg=3\n"+
-		"quorumListenOnAllIPs=true\nsslQuorumReloadCertFiles=true\nssl.quorum.crl=true\nmultiAddress.enabled=true\n"+
+		"quorumListenOnAllIPs=true\nsslQuorumReloadCertFiles=true\nssl.quorum.crl=true\nmultiAddress.enabled=true\nquorum.plaintext=true\n"+
 		"server.1=zk1:2888:3888\nserver.2=zk2:2888:3888\nserver.3=zk3:2888:3888\n", "1")
 	if err != nil {
 		t.Fatal(err)

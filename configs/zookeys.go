@@ -99,6 +99,8 @@ var zooMapped = map[string]func(string) (any, error){
 	"ssl.quorum.enabledProtocols":        tlsProtocols,
 	"ssl.quorum.ciphersuites":            cipherSuites,
 	"ssl.quorum.clientAuth":              clientAuthNeed,
+	// paddock's: a plain peer port on an address other than loopback (docs/security.md).
+	"quorum.plaintext": javaBool,
 
 	// The secure client port, and its TLS: the ssl.* keys (zookeeper.ssl.*, which
 	// ZooKeeper's ClientX509Util reads) as the ssl.quorum.* ones are for the member link.
@@ -204,6 +206,7 @@ var zooDirect = []struct{ zk, key string }{
 	{"ssl.quorum.protocol", "quorum_tls_protocol"},
 	{"ssl.quorum.enabledProtocols", "quorum_tls_enabled_protocols"},
 	{"ssl.quorum.ciphersuites", "quorum_tls_cipher_suites"},
+	{"quorum.plaintext", "quorum_plaintext"},
 	{"ssl.keyStore.location", "client_tls_key_store"},
 	{"ssl.keyStore.type", "client_tls_key_store_type"},
 	{"ssl.trustStore.location", "client_tls_trust_store"},

@@ -185,6 +185,12 @@ type Config struct {
 	// to QuorumTrustStore and prove the member id they claim, and sends nothing in the
 	// clear (docs/security.md). Without it the peer port is unauthenticated.
 	QuorumTLS bool
+	// QuorumPlaintext lets a member without QuorumTLS listen for its peers on an
+	// address other than loopback (quorum.plaintext, a paddock key): a plain peer port
+	// authenticates no one, so whoever reaches it can act as any member and write as
+	// any identity, and one beyond loopback must be asked for, on a network only the
+	// members reach (validatePlainPeerPort). It may not be set with QuorumTLS.
+	QuorumPlaintext bool
 	// QuorumKeyStore holds the member's private key and certificate chain
 	// (ssl.quorum.keyStore.location); QuorumKeyStoreType is PEM or PKCS12, empty to
 	// tell by the file name (ssl.quorum.keyStore.type); QuorumKeyStorePassword
@@ -369,6 +375,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.validateQuorumTLS(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.validatePlainPeerPort(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.validateClientTLS(); err != nil {

@@ -5,8 +5,9 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"slices"
-	"time"
 
 	"github.com/paddock/paddock/internal/certs"
 	"github.com/paddock/paddock/server/quorum"
@@ -30,6 +31,63 @@ func (c *Config) validateQuorumTLS() error {
 	}
 	errs = append(errs, tlsParamErrors("quorum_tls", c.QuorumTLSProtocol, c.QuorumTLSEnabledProtocols, c.QuorumTLSCipherSuites)...)
 	return errors.Join(errs...)
+}
+
+// validatePlainPeerPort refuses a member without TLS whose own server line puts its
+// peer port on an address other than loopback, unless QuorumPlaintext says so: without
+// TLS whoever reaches the port can say it is any member and write as any identity.
+func (c *Config) validatePlainPeerPort() error {
+	if c.QuorumTLS && c.QuorumPlaintext && len(c.Ensemble) > 0 {
+		return errors.New("quorum_plaintext = true: contradicts quorum_tls (sslQuorum), which secures the peer port: set one of them")
+	}
+	if addr, beyond := c.plainPeerPortBeyondLoopback(); beyond && !c.QuorumPlaintext {
+		return fmt.Errorf("quorum_plaintext = false: the peer port of server.%d, %s, is not on a loopback address, "+
+			"and without quorum_tls (sslQuorum) whoever reaches it can act as any member and write as any identity: "+
+			"secure the member link with TLS (docs/security.md), or, on a network only the members reach, "+
+			"set quorum_plaintext: true (zoo.cfg: quorum.plaintext=true)", c.ServerID, addr)
+	}
+	return nil
+}
+
+// warnPlainPeerPort logs, at start, a member whose plain peer port quorum_plaintext let
+// listen beyond loopback.
+func (c *Config) warnPlainPeerPort(logger *slog.Logger) {
+	if addr, beyond := c.plainPeerPortBeyondLoopback(); beyond && c.QuorumPlaintext {
+		logger.Warn("plain peer port beyond loopback (quorum_plaintext): whoever reaches it can act as any member "+
+			"and write as any identity; keep it on a network only the members reach, or use quorum_tls",
+			"peer_addr", addr)
+	}
+}
+
+// plainPeerPortBeyondLoopback returns this member's peer address, and true when it is a
+// member without TLS whose peer address is not loopback. A host name other than
+// localhost counts as beyond loopback, whatever it resolves to now. A standalone server
+// has no peer port; an ensemble without this server's line is validateEnsemble's to
+// refuse.
+func (c *Config) plainPeerPortBeyondLoopback() (string, bool) {
+	if c.QuorumTLS {
+		return "", false
+	}
+	addr, ok := c.ownPeerAddr()
+	if !ok {
+		return "", false
+	}
+	host, _, err := net.SplitHostPort(addr)
+	return addr, err != nil || !isLoopbackHost(host)
+}
+
+// ownPeerAddr returns the peer address of this server's own server line; false if the
+// ensemble does not parse or has no line for ServerID.
+func (c *Config) ownPeerAddr() (string, bool) {
+	members, err := c.Members()
+	if err != nil {
+		return "", false
+	}
+	i := slices.IndexFunc(members, func(m Member) bool { return m.ID == c.ServerID })
+	if i < 0 {
+		return "", false
+	}
+	return members[i].PeerAddr, true
 }
 
 // tlsParamErrors checks TLS versions and suites that the keys prefix_protocol,
@@ -62,9 +120,8 @@ func tlsParamErrors(prefix, protocol string, enabled, cipherSuites []string) []e
 	return errs
 }
 
-// quorumTLS reads the member link's TLS settings: the key store, which must hold a
-// certificate that is valid now, chains to the trust store and, if it names member
-// ids, names this member's; and the trust store. Nil without QuorumTLS.
+// quorumTLS reads the member link's TLS settings: the key store, whose certificate
+// must prove this member (checkMemberCert), and the trust store. Nil without QuorumTLS.
 func (c *Config) quorumTLS() (*quorum.TLS, error) {
 	if !c.QuorumTLS {
 		return nil, nil
@@ -77,38 +134,35 @@ func (c *Config) quorumTLS() (*quorum.TLS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("quorum_trust_store = %s: %w", c.QuorumTrustStore, err)
 	}
-	if err := c.checkMemberCert(cert, roots); err != nil {
-		return nil, fmt.Errorf("quorum_key_store = %s: %w", c.QuorumKeyStore, err)
-	}
 	minV, maxV, _ := certs.Versions(c.QuorumTLSProtocol, c.QuorumTLSEnabledProtocols)
 	suites, _ := certs.CipherSuites(c.QuorumTLSCipherSuites)
-	return &quorum.TLS{
-		Certificate: cert, Roots: roots, HostnameVerification: c.QuorumHostnameVerification,
-		MinVersion: minV, MaxVersion: maxV, CipherSuites: suites, MemberIDs: certs.MemberIDs,
-	}, nil
+	t := &quorum.TLS{Certificate: cert, Roots: roots, HostnameVerification: c.QuorumHostnameVerification,
+		MinVersion: minV, MaxVersion: maxV, CipherSuites: suites}
+	if err := c.checkMemberCert(t); err != nil {
+		return nil, fmt.Errorf("quorum_key_store = %s: %w", c.QuorumKeyStore, err)
+	}
+	return t, nil
 }
 
-// checkMemberCert checks at start what every peer would refuse later: a certificate
-// out of its validity, from another CA than the trust store's, or naming other members.
-func (c *Config) checkMemberCert(cert tls.Certificate, roots *x509.CertPool) error {
-	leaf := cert.Leaf
-	inter := x509.NewCertPool()
-	for _, der := range cert.Certificate[1:] {
+// checkMemberCert checks at start what every peer would refuse later: that this
+// member's own certificate proves this member, by the rule the peers apply
+// (quorum.TLS.Proves) to its own server line — valid now, chaining to the trust store
+// for both ends of a link, naming this member, and, with hostname verification, valid
+// for its host. The error names the SAN that would prove it.
+func (c *Config) checkMemberCert(t *quorum.TLS) error {
+	chain := []*x509.Certificate{t.Certificate.Leaf}
+	for _, der := range t.Certificate.Certificate[1:] {
 		if ic, err := x509.ParseCertificate(der); err == nil {
-			inter.AddCert(ic)
+			chain = append(chain, ic)
 		}
 	}
-	// A member is a TLS server to the members that dial it and a client to those it
-	// dials: its certificate must do for both.
-	for _, usage := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
-		_, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, CurrentTime: time.Now(),
-			KeyUsages: []x509.ExtKeyUsage{usage}})
-		if err != nil {
-			return fmt.Errorf("this member's certificate does not verify against quorum_trust_store: %w", err)
-		}
+	addr, ok := c.ownPeerAddr()
+	if !ok {
+		return fmt.Errorf("server %d (myid) has no server line", c.ServerID)
 	}
-	if ids := certs.MemberIDs(leaf); len(ids) > 0 && !slices.Contains(ids, uint64(c.ServerID)) {
-		return fmt.Errorf("the certificate names members %v, and this server is %d (myid)", ids, c.ServerID)
+	if err := t.Proves(chain, uint64(c.ServerID), addr); err != nil {
+		return fmt.Errorf("this member's own certificate does not prove it is server.%d, as the other members will check: %w",
+			c.ServerID, err)
 	}
 	return nil
 }

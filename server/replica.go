@@ -145,6 +145,7 @@ func (r *replica) open() error {
 	if qc.TLS, err = s.cfg.quorumTLS(); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
+	s.cfg.warnPlainPeerPort(s.logger)
 	node, err := quorum.New(qc, r.apply, s.logger)
 	if err != nil {
 		return fmt.Errorf("server: start ensemble member: %w", err)

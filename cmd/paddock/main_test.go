@@ -112,11 +112,19 @@ func TestBadConfigExitsNonZero(t *testing.T) {
 	badValue := writeFile(t, "paddock.yaml", "server:\n  tick_time: 2 seconds\n")
 	noMyid := writeFile(t, "zoo.cfg", "tickTime=2000\ndataDir="+t.TempDir()+"\nclientPort=2181\n"+
 		"server.1=zk1:2888:3888\nserver.2=zk2:2888:3888\nserver.3=zk3:2888:3888\n")
+	plainDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(plainDir, "myid"), []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plainPeer := writeFile(t, "zoo.cfg", "tickTime=2000\ndataDir="+plainDir+"\nclientPort=2181\n"+
+		"server.1=10.0.0.1:2888:3888\nserver.2=10.0.0.2:2888:3888\nserver.3=10.0.0.3:2888:3888\n")
 	tests := []struct {
 		name string
 		args []string
 		want string // in stderr
 	}{
+		{"plain peer port beyond loopback", []string{"server", "--zoo-cfg", plainPeer},
+			"the peer port of server.1, 10.0.0.1:2888, is not on a loopback address"},
 		{"yaml typo", []string{"server", "--config", yamlTypo}, "unknown key server.tick_tim"},
 		{"zoo.cfg typo", []string{"server", "--zoo-cfg", zooTypo}, `tickTim = "2000": unknown key`},
 		{"bad value", []string{"server", "--config", badValue}, `server.tick_time = "2 seconds": want a duration like 2s`},

@@ -536,7 +536,7 @@ func (t *Transport) checkHello(h hello, nc net.Conn) error {
 		return fmt.Errorf("hello from member %d, which is not a member", h.from)
 	}
 	if tc, ok := nc.(*tls.Conn); ok {
-		return t.cfg.tls.proves(tc.ConnectionState(), h.from, p.addr)
+		return t.cfg.tls.Proves(tc.ConnectionState().PeerCertificates, h.from, p.addr)
 	}
 	return nil
 }

@@ -235,8 +235,16 @@ func TestPeerPortBounds(t *testing.T) {
 // memberTLS returns TLS settings for member id from ca, valid for 127.0.0.1.
 func memberTLS(t *testing.T, ca *certs.CA, id uint64, roots *x509.CertPool) *TLS {
 	t.Helper()
-	certPEM, keyPEM, err := ca.Issue(certs.IssueOptions{CommonName: fmt.Sprintf("member %d", id),
-		Hosts: []string{"127.0.0.1"}, MemberID: id, Validity: time.Hour})
+	cert := issuedCert(t, ca, certs.IssueOptions{CommonName: fmt.Sprintf("member %d", id),
+		Hosts: []string{"127.0.0.1"}, MemberID: id})
+	return &TLS{Certificate: cert, Roots: roots, HostnameVerification: true}
+}
+
+// issuedCert is the certificate o describes, of ca, valid for an hour.
+func issuedCert(t *testing.T, ca *certs.CA, o certs.IssueOptions) tls.Certificate {
+	t.Helper()
+	o.Validity = time.Hour
+	certPEM, keyPEM, err := ca.Issue(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +252,26 @@ func memberTLS(t *testing.T, ca *certs.CA, id uint64, roots *x509.CertPool) *TLS
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &TLS{Certificate: cert, Roots: roots, HostnameVerification: true, MemberIDs: certs.MemberIDs}
+	return cert
+}
+
+// tlsCluster starts nv voters and nl learners with short peer timeouts over mutual
+// TLS, each with memberTLS's certificate of a new CA, changed by configure if it is not
+// nil. It returns the cluster, the CA and the trust store.
+func tlsCluster(t *testing.T, nv, nl int, configure func(*TLS)) (*cluster, *certs.CA, *x509.CertPool) {
+	t.Helper()
+	ca, roots := newCA(t)
+	c := newClusterWith(t, nv, nl, func(c *cluster) {
+		c.timeouts = shortTimeouts
+		c.tls = map[uint64]*TLS{}
+		for id := uint64(1); id <= uint64(nv+nl); id++ {
+			c.tls[id] = memberTLS(t, ca, id, roots)
+			if configure != nil {
+				configure(c.tls[id])
+			}
+		}
+	})
+	return c, ca, roots
 }
 
 func newCA(t *testing.T) (*certs.CA, *x509.CertPool) {
@@ -263,14 +290,7 @@ func newCA(t *testing.T) (*certs.CA, *x509.CertPool) {
 // certificate claiming another member's id: each is refused at the handshake or the
 // hello, while the ensemble commits on.
 func TestPeerPortWithTLSRefusesIntruders(t *testing.T) {
-	ca, roots := newCA(t)
-	c := newClusterWith(t, 3, 0, func(c *cluster) {
-		c.timeouts = shortTimeouts
-		c.tls = map[uint64]*TLS{}
-		for id := uint64(1); id <= 3; id++ {
-			c.tls[id] = memberTLS(t, ca, id, roots)
-		}
-	})
+	c, ca, roots := tlsCluster(t, 3, 0, nil)
 	lead := c.leader(10 * time.Second)
 	term := c.members[lead].node.Status().Term
 	c.propose(lead, "over tls")
@@ -317,15 +337,8 @@ func TestPeerPortWithTLSRefusesIntruders(t *testing.T) {
 func TestPeerTLSHostnameVerification(t *testing.T) {
 	ca, roots := newCA(t)
 	wrongHost := func(id uint64, verify bool) *TLS {
-		certPEM, keyPEM, err := ca.Issue(certs.IssueOptions{CommonName: "m", Hosts: []string{"10.9.9.9"}, MemberID: id, Validity: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cert, err := tls.X509KeyPair(certPEM, keyPEM)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &TLS{Certificate: cert, Roots: roots, HostnameVerification: verify, MemberIDs: certs.MemberIDs}
+		cert := issuedCert(t, ca, certs.IssueOptions{CommonName: "m", Hosts: []string{"10.9.9.9"}, MemberID: id})
+		return &TLS{Certificate: cert, Roots: roots, HostnameVerification: verify}
 	}
 	c := newClusterWith(t, 3, 0, func(c *cluster) {
 		c.timeouts = shortTimeouts
@@ -335,10 +348,10 @@ func TestPeerTLSHostnameVerification(t *testing.T) {
 
 	p := newPeerTLS(wrongHost(1, true))
 	leaf, _ := x509.ParseCertificate(p.Certificate.Certificate[0])
-	if err := p.proves(tls.ConnectionState{PeerCertificates: []*x509.Certificate{leaf}}, 1, "127.0.0.1:2888"); err == nil {
+	if err := p.Proves([]*x509.Certificate{leaf}, 1, "127.0.0.1:2888"); err == nil {
 		t.Error("a certificate for 10.9.9.9 proves member 1 at 127.0.0.1 with hostname verification")
 	}
-	if err := p.proves(tls.ConnectionState{PeerCertificates: []*x509.Certificate{leaf}}, 1, "10.9.9.9:2888"); err != nil {
+	if err := p.Proves([]*x509.Certificate{leaf}, 1, "10.9.9.9:2888"); err != nil {
 		t.Errorf("a certificate for 10.9.9.9 does not prove member 1 at 10.9.9.9: %v", err)
 	}
 }
@@ -490,15 +503,7 @@ func TestOneSnapshotFrameAtATime(t *testing.T) {
 // TestPeerTLSVersions: a member allowing TLS 1.3 only refuses a peer that speaks 1.2 at
 // most, certificate or not, and members that agree on 1.3 talk.
 func TestPeerTLSVersions(t *testing.T) {
-	ca, roots := newCA(t)
-	c := newClusterWith(t, 3, 0, func(c *cluster) {
-		c.timeouts = shortTimeouts
-		c.tls = map[uint64]*TLS{}
-		for id := uint64(1); id <= 3; id++ {
-			c.tls[id] = memberTLS(t, ca, id, roots)
-			c.tls[id].MinVersion, c.tls[id].MaxVersion = tls.VersionTLS13, tls.VersionTLS13
-		}
-	})
+	c, ca, roots := tlsCluster(t, 3, 0, func(m *TLS) { m.MinVersion, m.MaxVersion = tls.VersionTLS13, tls.VersionTLS13 })
 	lead := c.leader(10 * time.Second)
 	c.propose(lead, "over tls 1.3")
 	other := lead%3 + 1

@@ -27,6 +27,8 @@ type clusterOptions struct {
 	// tls secures the member link with mutual TLS: a CA of the test's, a certificate
 	// for each member naming its id and 127.0.0.1, and zoo.cfg's ssl.quorum.* keys.
 	tls bool
+	// noHostnameVerification turns ssl.quorum.hostnameVerification off (with tls).
+	noHostnameVerification bool
 	// adminPort, if not 0, is every member's admin.serverPort (on 127.0.0.1), as
 	// zoo.cfg files that leave it at 8080 on one machine; 0 turns the admin server off.
 	adminPort int
@@ -50,13 +52,15 @@ type cluster struct {
 	expectErrors []string
 	// adminPort is clusterOptions.adminPort.
 	adminPort int
+	// noHostnameVerification is clusterOptions.noHostnameVerification.
+	noHostnameVerification bool
 }
 
 // newCluster starts an ensemble of n members and waits until every member serves. The
 // processes are killed, the proxies closed and the logs checked when the test ends.
 func newCluster(t *testing.T, n int, opts clusterOptions) *cluster {
 	t.Helper()
-	c := &cluster{t: t, adminPort: opts.adminPort}
+	c := &cluster{t: t, adminPort: opts.adminPort, noHostnameVerification: opts.noHostnameVerification}
 	binary := paddock.Path(t)
 	root := t.TempDir()
 	// Registered first, so it runs last: once every process has been killed.
@@ -175,6 +179,9 @@ func (c *cluster) zooCfg(i int) string {
 	if c.ca != nil {
 		fmt.Fprintf(&b, "sslQuorum=true\nssl.quorum.keyStore.location=%s\nssl.quorum.trustStore.location=%s\n",
 			filepath.Join(c.certDir, fmt.Sprintf("member-%d.pem", m.id)), filepath.Join(c.certDir, "ca.pem"))
+		if c.noHostnameVerification {
+			b.WriteString("ssl.quorum.hostnameVerification=false\n")
+		}
 	}
 	for j, o := range c.members {
 		peer := o.peerAddr()
@@ -188,8 +195,8 @@ func (c *cluster) zooCfg(i int) string {
 	return b.String()
 }
 
-// makeCerts makes the ensemble's CA and each member's key store in dir, as `paddock
-// certs` does.
+// makeCerts makes the ensemble's CA (ca.pem, ca-key.pem) and each member's key store in
+// dir, as `paddock certs` does.
 func (c *cluster) makeCerts(dir string) {
 	c.t.Helper()
 	ca, err := certs.NewCA("paddock ensemble test CA", time.Hour)
@@ -201,6 +208,13 @@ func (c *cluster) makeCerts(dir string) {
 		c.t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), ca.CertPEM(), 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+	keyPEM, err := ca.KeyPEM()
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "ca-key.pem"), keyPEM, 0o600)
+	}
+	if err != nil {
 		c.t.Fatal(err)
 	}
 	for _, m := range c.members {
