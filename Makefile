@@ -24,7 +24,8 @@ FUZZ_TARGETS := \
 	./server:FuzzRaftEntry \
 	./server:FuzzNote \
 	./server/quorum:FuzzPeerFrames \
-	./server/quorum:FuzzCheckedRaft
+	./server/quorum:FuzzCheckedRaft \
+	./provenance:FuzzVerify
 
 .PHONY: run build test deps check vet fmt-check bench bench-micro bench-compare bench-ensemble bench-snapshot bench-memory fuzz lint clean
 
