@@ -38,17 +38,7 @@ func (c *cluster) forge(spec task.Spec, role string) string {
 // signNode writes the signature of data, node p's, under domain by s as p's sig child.
 func (c *cluster) signNode(p, domain string, data []byte, s *provenance.Signer) {
 	c.t.Helper()
-	_, st, err := c.s.Conn().Get(p)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	rec, err := s.Sign(domain, st.Czxid, data)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if _, err := c.s.Conn().Create(p+"/sig", rec, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		c.t.Fatal(err)
-	}
+	testutil.SignNode(c.t, c.s.Conn(), p, domain, data, s)
 }
 
 func (c *cluster) status(id string) task.Status {

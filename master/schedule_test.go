@@ -41,23 +41,7 @@ func (c *cluster) putJob(j task.Job) {
 // signJob signs job name's definition, data, with the submitter's key.
 func (c *cluster) signJob(name string, data []byte) {
 	c.t.Helper()
-	conn := c.s.Conn()
-	_, st, err := conn.Get(c.layout.Job(name))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	rec, err := c.keys.Signer(coordinator.RoleSubmitter).Sign(task.JobDomain, st.Czxid, data)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if _, err := conn.Create(c.layout.JobSig(name), rec, 0, zk.WorldACL(zk.PermAll)); err == zk.ErrNodeExists {
-		_, err = conn.Set(c.layout.JobSig(name), rec, -1)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-	} else if err != nil {
-		c.t.Fatal(err)
-	}
+	c.signNode(c.layout.Job(name), task.JobDomain, data, c.keys.Signer(coordinator.RoleSubmitter))
 }
 
 // fires returns a job's fire records, oldest first.

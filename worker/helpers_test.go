@@ -83,17 +83,7 @@ func (c *cluster) config(id string) Config {
 // sign signs the task node at p, holding data, with role's key, as its author would.
 func (c *cluster) sign(p string, data []byte, role string) {
 	c.t.Helper()
-	_, st, err := c.sess.Conn().Get(p)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	rec, err := c.keys.Signer(role).Sign(task.SpecDomain, st.Czxid, data)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if _, err := c.sess.Conn().Create(p+"/sig", rec, 0, c.sess.ACL()); err != nil {
-		c.t.Fatal(err)
-	}
+	testutil.SignNode(c.t, c.sess.Conn(), p, task.SpecDomain, data, c.keys.Signer(role))
 }
 
 // running is a worker under test.

@@ -651,10 +651,11 @@ func TestRunsOnlySignedTasks(t *testing.T) {
 	forged["unsigned"] = create(spec("unsigned"), "")
 	forged["worker-signed"] = create(spec("worker-signed"), coordinator.RoleWorker)
 	stranger := create(spec("unlisted-key"), "")
-	rec, _ := provenanceSign(t, spec("unlisted-key"), c, stranger)
-	if _, err := conn.Create(c.layout.TaskSig(stranger), rec, 0, open); err != nil {
+	_, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
 		t.Fatal(err)
 	}
+	testutil.SignNode(t, conn, c.layout.Task(stranger), task.SpecDomain, spec("unlisted-key"), provenance.NewKeySigner(priv))
 	forged["unlisted-key"] = stranger
 	altered := create(spec("altered-spec"), coordinator.RoleSubmitter)
 	if _, err := conn.Set(c.layout.Task(altered), spec("altered-spec-changed"), -1); err != nil {
@@ -711,18 +712,4 @@ func TestRunsOnlySignedTasks(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(marker, "good")); err != nil {
 		t.Errorf("the signed task did not run: %v", err)
 	}
-}
-
-// provenanceSign signs data as the node of task id with a key no signers file lists.
-func provenanceSign(t *testing.T, data []byte, c *cluster, id string) ([]byte, error) {
-	t.Helper()
-	_, st, err := c.sess.Conn().Get(c.layout.Task(id))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, priv, err := ed25519.GenerateKey(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return provenance.NewKeySigner(priv).Sign(task.SpecDomain, st.Czxid, data)
 }

@@ -1,10 +1,13 @@
 package testutil
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/paddock/paddock/provenance"
 )
@@ -57,3 +60,25 @@ func (k *Keys) Signer(role string) *provenance.Signer { return k.signers[role] }
 
 // Trust trusts every key for the role it was made for.
 func (k *Keys) Trust() *provenance.Trust { return k.trust }
+
+// SignNode writes, as the child sig of the node at p (open to all), the signature by s
+// of data, p's data, under domain, over p's czxid: what an author writes after its
+// create. A signature already there is replaced (an update's).
+func SignNode(tb testing.TB, conn *zk.Conn, p, domain string, data []byte, s *provenance.Signer) {
+	tb.Helper()
+	_, st, err := conn.Get(p)
+	if err != nil {
+		tb.Fatalf("sign %s: %v", p, err)
+	}
+	rec, err := s.Sign(domain, st.Czxid, data)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, err = conn.Create(p+"/sig", rec, 0, zk.WorldACL(zk.PermAll))
+	if errors.Is(err, zk.ErrNodeExists) {
+		_, err = conn.Set(p+"/sig", rec, -1)
+	}
+	if err != nil {
+		tb.Fatalf("sign %s: %v", p, err)
+	}
+}

@@ -67,15 +67,7 @@ func (f *forger) create(p string, data []byte, flags int32) string {
 // sign writes the signature of node p, holding data, by s under domain.
 func (f *forger) sign(p, domain string, data []byte, s *provenance.Signer) {
 	f.t.Helper()
-	_, st, err := f.conn.Get(p)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	rec, err := s.Sign(domain, st.Czxid, data)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	f.create(p+"/sig", rec, 0)
+	testutil.SignNode(f.t, f.conn, p, domain, data, s)
 }
 
 func (f *forger) sigOf(p string) []byte {
