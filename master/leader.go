@@ -608,7 +608,10 @@ func (l *leader) reloadTask(ctx context.Context, id string) error {
 	return l.readRetryDelay(t)
 }
 
-// parseSpec reads t's spec from data, and indexes it by DAG and token.
+// parseSpec reads t's spec from data, and indexes it by DAG and token. The oldest task
+// (the lowest sequence number) to claim a DAG name or a token keeps it: a DAG's tasks
+// are created in one multi, a fire's too, so a task claiming one of their names later
+// (written by anyone, and never signed) cannot stand in for one of them.
 func (l *leader) parseSpec(t *taskState, data []byte) {
 	t.spec, t.invalid = task.Spec{}, nil
 	if err := json.Unmarshal(data, &t.spec); err != nil {
@@ -616,10 +619,11 @@ func (l *leader) parseSpec(t *taskState, data []byte) {
 	} else if err := t.spec.Validate(); err != nil {
 		t.invalid = err
 	}
-	if t.spec.DAG != "" {
-		l.dagIDs[dagKey(t.spec.DAG, t.spec.Name)] = t.id
+	older := func(id string) bool { return id == "" || t.id < id } // ids sort by sequence number
+	if k := dagKey(t.spec.DAG, t.spec.Name); t.spec.DAG != "" && older(l.dagIDs[k]) {
+		l.dagIDs[k] = t.id
 	}
-	if t.spec.Job != "" && t.spec.Token != "" {
+	if t.spec.Job != "" && t.spec.Token != "" && older(l.tokens[t.spec.Token]) {
 		l.tokens[t.spec.Token] = t.id
 	}
 }

@@ -150,3 +150,36 @@ func TestFiresOnlySignedJobs(t *testing.T) {
 		t.Errorf("the fire's task %s: signed %+v, %v; want the master's signature", id, signed, err)
 	}
 }
+
+// TestUnsignedTasksHoldNothing: a task nobody signed changes nothing for the signed
+// ones, whatever it names: one naming a job does not count as the job's run (its first
+// fire starts, concurrency skip notwithstanding), and one bearing the name of a DAG's
+// task does not stand in for it (the DAG's child runs once the real parent is done).
+func TestUnsignedTasksHoldNothing(t *testing.T) {
+	c := newCluster(t)
+	ctx := context.Background()
+	ids, err := c.client.SubmitDAG(ctx, []task.DAGNode{{Name: "a", Spec: task.Spec{Command: "true"}},
+		{Name: "b", Spec: task.Spec{Command: "true"}, After: []string{"a"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := c.client.Get(ctx, ids["a"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.forge(task.Spec{Command: "true", DAG: a.Spec.DAG, Name: "a"}, "")
+	c.forge(task.Spec{Command: "true", Job: "solo"}, "")
+	c.putJob(everySecond("solo", task.ConcurrencySkip))
+	w := c.worker("w1", 10)
+	c.startMaster("m1", func(cfg *Config) { cfg.SignGrace = time.Second })
+	testutil.Eventually(t, wait, 10*time.Millisecond, func() bool { _, ok := w.assignments()[ids["a"]]; return ok }, "a assigned")
+	if err := w.finish(ids["a"], 0, false); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, wait, 10*time.Millisecond, func() bool { _, ok := w.assignments()[ids["b"]]; return ok },
+		"b assigned once a is done")
+	testutil.Eventually(t, wait, 10*time.Millisecond, func() bool { return len(c.fires("solo")) > 0 }, "a fire of solo")
+	if f := c.fires("solo")[0]; f.Outcome != task.FireStarted {
+		t.Errorf("solo's first fire: %+v; want started (the unsigned task naming it is no run of it)", f)
+	}
+}

@@ -254,11 +254,12 @@ func (l *leader) shardOwner(spec *task.Spec) string {
 }
 
 // runningJobs returns the jobs with a run that has not ended, from the tasks the term
-// knows, once per round rather than a scan of the tasks per job.
+// knows, once per round rather than a scan of the tasks per job. Only a signed task
+// counts: one anybody wrote naming a job must not hold the job's fires back.
 func (l *leader) runningJobs() map[string]bool {
 	running := map[string]bool{}
 	for _, t := range l.tasks {
-		if t.spec.Job != "" {
+		if t.signed && t.spec.Job != "" {
 			running[t.spec.Job] = true
 		}
 	}
