@@ -28,7 +28,8 @@ FUZZ_TARGETS := \
 	./server:FuzzNote \
 	./server/quorum:FuzzPeerFrames \
 	./server/quorum:FuzzCheckedRaft \
-	./server/quorum:FuzzProves
+	./server/quorum:FuzzProves \
+	./provenance:FuzzVerify
 
 .PHONY: run build test deps check vet fmt-check bench bench-micro bench-compare bench-ensemble bench-snapshot bench-memory fuzz lint clean
 

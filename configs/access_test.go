@@ -7,7 +7,8 @@ import (
 )
 
 // TestServiceAccessKeys: every service's section has the connection keys of
-// coordinator.Access (auth, auth_file, tls_*, roles, roles_file), from the file and
+// coordinator.Access (auth, auth_file, tls_*, roles, roles_file, signing_key,
+// signers_file), from the file and
 // the environment, and a bad auth value is never shown back.
 func TestServiceAccessKeys(t *testing.T) {
 	clearPaddockEnv(t)
@@ -18,8 +19,11 @@ master:
   tls_cert: /etc/paddock/master.pem
   tls_key: /etc/paddock/master.key
   roles: ["master=digest:master:Hk3=", "worker=x509:CN=worker"]
+  signing_key: /etc/paddock/master-sign.key
+  signers_file: /etc/paddock/signers
 worker:
   id: w1
+  signers_file: /etc/paddock/signers
   tls_cert: /etc/paddock/worker.pem
   tls_key: /etc/paddock/worker.key
   roles_file: /etc/paddock/roles
@@ -34,12 +38,13 @@ logcollector:
 		t.Fatal(err)
 	}
 	if m.AuthFile != "/etc/paddock/master.auth" || m.TLSCA != "/etc/paddock/ca.pem" || m.TLSKey != "/etc/paddock/master.key" ||
+		m.SigningKey != "/etc/paddock/master-sign.key" || m.SignersFile != "/etc/paddock/signers" ||
 		!slices.Equal(m.Roles, []string{"master=digest:master:Hk3=", "worker=x509:CN=worker"}) {
 		t.Errorf("master: %+v", m.Access)
 	}
 	t.Setenv("PADDOCK_WORKER_AUTH_FILE", "/run/secrets/worker")
 	w, err := LoadWorker(Options{File: file})
-	if err != nil || w.AuthFile != "/run/secrets/worker" || w.RolesFile != "/etc/paddock/roles" {
+	if err != nil || w.AuthFile != "/run/secrets/worker" || w.RolesFile != "/etc/paddock/roles" || w.SignersFile != "/etc/paddock/signers" {
 		t.Errorf("worker: %+v, %v", w.Access, err)
 	}
 	r, err := LoadReplicator(Options{File: file})

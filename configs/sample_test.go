@@ -92,7 +92,8 @@ func count(keys []string, key string) int {
 
 // TestSampleIsTheDefaults: each section of the sample loads as its component's
 // defaults, so the values it shows are the ones a missing key gets. The keys that have
-// no default (worker.id, replicator.tasks in hot mode, web.users) are given as flags.
+// no default (worker.id, replicator.tasks in hot mode, web.users, master.signing_key,
+// signers_file of the master and the worker) are given as flags.
 func TestSampleIsTheDefaults(t *testing.T) {
 	clearPaddockEnv(t)
 	flags := pflag.NewFlagSet("sample", pflag.ContinueOnError)
@@ -107,6 +108,18 @@ func TestSampleIsTheDefaults(t *testing.T) {
 	if err := flags.Parse([]string{"--id", "w1", "--tasks", "orders", "--users", user}); err != nil {
 		t.Fatal(err)
 	}
+	// The master and the worker act only on what a trusted key signed: they need
+	// signers_file, and the master signing_key, which have no default either.
+	keyed := func(args ...string) Options {
+		f := pflag.NewFlagSet("sample keys", pflag.ContinueOnError)
+		f.String("id", "", "")
+		f.String("signers-file", "", "")
+		f.String("signing-key", "", "")
+		if err := f.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return Options{File: sampleFile, Flags: f}
+	}
 	opts, required := Options{File: sampleFile}, Options{File: sampleFile, Flags: flags}
 	check := func(name string, got, want any, err error) {
 		t.Helper()
@@ -118,11 +131,13 @@ func TestSampleIsTheDefaults(t *testing.T) {
 	}
 	srv, err := LoadServer(opts)
 	check("server", srv, server.DefaultConfig(), err)
-	m, err := LoadMaster(opts)
-	check("master", m, master.DefaultConfig(), err)
-	w, err := LoadWorker(required)
+	m, err := LoadMaster(keyed("--signers-file", "signers", "--signing-key", "master.key"))
+	md := master.DefaultConfig()
+	md.SignersFile, md.SigningKey = "signers", "master.key"
+	check("master", m, md, err)
+	w, err := LoadWorker(keyed("--id", "w1", "--signers-file", "signers"))
 	wd := worker.DefaultConfig()
-	wd.ID = "w1"
+	wd.ID, wd.SignersFile = "w1", "signers"
 	check("worker", w, wd, err)
 	r, err := LoadReplicator(required)
 	rd := replicator.DefaultConfig()

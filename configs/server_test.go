@@ -364,7 +364,8 @@ func TestLoadServerWarnings(t *testing.T) {
 // key in a known section stops loading.
 func TestLoadServices(t *testing.T) {
 	clearPaddockEnv(t)
-	file := writeFile(t, "paddock.yaml", "master:\n  zk: [10.0.0.1:2181, 10.0.0.2:2181]\n  resync: 5s\nworker:\n  id: w7\n  capacity: 3\n  labels: [zone=a]\n")
+	file := writeFile(t, "paddock.yaml", "master:\n  zk: [10.0.0.1:2181, 10.0.0.2:2181]\n  resync: 5s\n  signing_key: m.key\n  signers_file: signers\n"+
+		"worker:\n  id: w7\n  capacity: 3\n  labels: [zone=a]\n  signers_file: signers\n")
 	t.Setenv("PADDOCK_WORKER_CAPACITY", "6")
 	m, err := LoadMaster(Options{File: file})
 	if err != nil || len(m.Servers) != 2 || m.Resync != 5*time.Second {

@@ -3,15 +3,19 @@ package coordinator
 import (
 	"bufio"
 	"bytes"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/paddock/paddock/provenance"
 )
 
-// Access is how a service or CLI authenticates to the servers and which ACLs the
-// nodes it creates get: the keys auth, auth_file, tls_ca, tls_cert, tls_key and roles
+// Access is how a service or CLI authenticates to the servers, which ACLs the nodes it
+// creates get, and how it signs and checks what it authors and acts on: the keys auth,
+// auth_file, tls_ca, tls_cert, tls_key, roles, roles_file, signing_key and signers_file
 // of every service's configuration section, and the matching CLI flags. One Access
 // serves every service, so that they all connect the same way.
 type Access struct {
@@ -35,6 +39,16 @@ type Access struct {
 	// RolesFile names a file of "role=scheme:id" lines, added to Roles (paddock up
 	// writes one: <data-dir>/credentials/roles).
 	RolesFile string `config:"roles_file"`
+	// SigningKey names the Ed25519 private key (PKCS#8 PEM, mode 0600) this service or
+	// CLI signs the tasks and jobs it authors with (paddock up writes one per role that
+	// submits or fires: <data-dir>/credentials/<role>.key). Empty: with TLSCert and
+	// TLSKey, their key signs; else nothing is signed, and a submit is refused.
+	SigningKey string `config:"signing_key"`
+	// SignersFile names the file of "role=ed25519:<base64>" lines saying which key may
+	// sign for which role (paddock up writes <data-dir>/credentials/signers). With
+	// TLSCA, a client certificate of that CA whose subject holds a role in Roles may sign
+	// for it too.
+	SignersFile string `config:"signers_file"`
 }
 
 // Check reports what is wrong with a, as "key = value: what is allowed", never
@@ -57,6 +71,75 @@ func (a Access) Check() []error {
 		errs = append(errs, errors.New("roles given without an identity: set auth, auth_file or tls_cert"))
 	}
 	return errs
+}
+
+// CheckVerifier reports, for a service that acts only on what a trusted key signed (a
+// worker runs tasks, a master assigns and fires them), that a has something to trust:
+// signers_file, or tls_ca for certificates.
+func (a Access) CheckVerifier() error {
+	if a.SignersFile == "" && a.TLSCA == "" {
+		return errors.New("signers_file = \"\": this service runs only tasks and jobs a trusted key signed: " +
+			"set signers_file (paddock up writes <data-dir>/credentials/signers) or, with client certificates, tls_ca and roles")
+	}
+	return nil
+}
+
+// CheckSigner reports, for a service that authors tasks (a master signs the tasks of
+// the jobs it fires), that a has a key to sign with: signing_key, or tls_cert and
+// tls_key.
+func (a Access) CheckSigner() error {
+	if a.SigningKey == "" && a.TLSKey == "" {
+		return errors.New("signing_key = \"\": this service signs the tasks it creates: set signing_key " +
+			"(paddock up writes <data-dir>/credentials/<role>.key) or, with client certificates, tls_cert and tls_key")
+	}
+	return nil
+}
+
+// Signer returns the signer of SigningKey, else of TLSCert and TLSKey's key, else nil.
+func (a Access) Signer() (*provenance.Signer, error) {
+	switch {
+	case a.SigningKey != "":
+		s, err := provenance.LoadKey(a.SigningKey)
+		if err != nil {
+			return nil, fmt.Errorf("signing_key = %s: %w", a.SigningKey, err)
+		}
+		return s, nil
+	case a.TLSCert != "" && a.TLSKey != "":
+		s, err := provenance.LoadCert(a.TLSCert, a.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("tls_cert, tls_key as signing key: %w", err)
+		}
+		return s, nil
+	}
+	return nil, nil
+}
+
+// Trust returns whose signatures to believe: the keys of SignersFile, and client
+// certificates chaining to roots (tls_ca's, nil for none) whose subjects hold roles.
+func (a Access) Trust(roots *x509.CertPool) (*provenance.Trust, error) {
+	var keys map[string][]string
+	if a.SignersFile != "" {
+		lines, err := readLines(a.SignersFile)
+		if err == nil {
+			keys, err = provenance.ParseSigners(lines, KnownRoles)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("signers_file = %s: %w", a.SignersFile, err)
+		}
+	}
+	roles, err := a.roles()
+	if err != nil {
+		return nil, err
+	}
+	subjects := map[string][]string{}
+	for role, ids := range roles {
+		for _, id := range ids {
+			if id.Scheme == "x509" {
+				subjects[id.ID] = append(subjects[id.ID], role)
+			}
+		}
+	}
+	return provenance.NewTrust(keys, roots, subjects), nil
 }
 
 // Auths returns the identities to add: Auth, then AuthFile's lines.
@@ -83,6 +166,15 @@ func (a Access) Auths() ([]Auth, error) {
 // Policy returns the ACL policy of rules over the roles, or nil when no roles are
 // given (nodes open to all).
 func (a Access) Policy(rules ...[]Rule) (*Policy, error) {
+	roles, err := a.roles()
+	if roles == nil || err != nil {
+		return nil, err
+	}
+	return NewPolicy(roles, rules...), nil
+}
+
+// roles returns Roles and RolesFile's lines, parsed; nil if there are none.
+func (a Access) roles() (Roles, error) {
 	entries := a.Roles
 	if a.RolesFile != "" {
 		lines, err := readLines(a.RolesFile)
@@ -94,15 +186,11 @@ func (a Access) Policy(rules ...[]Rule) (*Policy, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
-	roles, err := ParseRoles(entries)
-	if err != nil {
-		return nil, err
-	}
-	return NewPolicy(roles, rules...), nil
+	return ParseRoles(entries)
 }
 
 // Config returns the Config that connects to servers as a says, its nodes' ACLs by
-// rules (see Policy).
+// rules (see Policy), with its Signer and Trust.
 func (a Access) Config(servers []string, sessionTimeout time.Duration, logger *slog.Logger, rules ...[]Rule) (Config, error) {
 	c := Config{Servers: servers, SessionTimeout: sessionTimeout, Logger: logger}
 	var errs []error
@@ -115,6 +203,14 @@ func (a Access) Config(servers []string, sessionTimeout time.Duration, logger *s
 		errs = append(errs, err)
 	}
 	c.Policy, err = a.Policy(rules...)
+	errs = append(errs, err)
+	c.Signer, err = a.Signer()
+	errs = append(errs, err)
+	var roots *x509.CertPool
+	if c.TLS != nil {
+		roots = c.TLS.RootCAs
+	}
+	c.Trust, err = a.Trust(roots)
 	errs = append(errs, err)
 	return c, errors.Join(errs...)
 }

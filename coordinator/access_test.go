@@ -9,11 +9,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/paddock/paddock/internal/certs"
 	"github.com/paddock/paddock/internal/testutil"
+	"github.com/paddock/paddock/provenance"
 	"github.com/paddock/paddock/server"
 )
 
@@ -113,5 +115,48 @@ func TestAccessTLS(t *testing.T) {
 	defer cancel()
 	if _, err := Connect(ctx, cfg); !errors.As(err, &ce) || ce.LastDial == nil {
 		t.Errorf("connect without the CA: %v, want a dial error", err)
+	}
+}
+
+// TestAccessSigning: signing_key gives the Config a signer, signers_file a trust of the
+// keys it lists by role, and the roles' x509 identities are trusted, through tls_ca,
+// for theirs; a bad signers file is named with its line.
+func TestAccessSigning(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "submitter.key")
+	signer, err := provenance.GenerateKey(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signers := filepath.Join(dir, "signers")
+	os.WriteFile(signers, []byte("# who signs\nsubmitter="+signer.ID()+"\n"), 0o600)
+	a := Access{SigningKey: keyFile, SignersFile: signers, Auth: []string{"digest:s:pw"}, Roles: []string{"submitter=x509:CN=ci"}}
+	c, err := a.Config([]string{"127.0.0.1:1"}, 4e9, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Signer == nil || c.Signer.ID() != signer.ID() || c.Trust.Empty() {
+		t.Fatalf("signer %v, trust %v", c.Signer, c.Trust)
+	}
+	rec, _ := c.Signer.Sign("d", 1, []byte("x"))
+	if got, err := c.Trust.Verify("d", 1, []byte("x"), rec, RoleSubmitter); err != nil || got.Role != RoleSubmitter {
+		t.Errorf("Verify: %+v, %v", got, err)
+	}
+	if _, err := c.Trust.Verify("d", 1, []byte("x"), rec, RoleWorker); !errors.Is(err, provenance.ErrUntrusted) {
+		t.Errorf("Verify for another role: %v", err)
+	}
+	os.WriteFile(signers, []byte("wizard="+signer.ID()+"\n"), 0o600)
+	if _, err := a.Config([]string{"127.0.0.1:1"}, 4e9, nil); err == nil || !strings.Contains(err.Error(), "signers_file = "+signers) ||
+		!strings.Contains(err.Error(), "line 1") {
+		t.Errorf("a bad signers file: %v", err)
+	}
+	if err := (Access{}).CheckVerifier(); err == nil || !strings.Contains(err.Error(), "signers_file") {
+		t.Errorf("CheckVerifier without signers: %v", err)
+	}
+	if err := (Access{TLSCA: "ca.pem"}).CheckVerifier(); err != nil {
+		t.Errorf("CheckVerifier with tls_ca: %v", err)
+	}
+	if err := (Access{}).CheckSigner(); err == nil || !strings.Contains(err.Error(), "signing_key") {
+		t.Errorf("CheckSigner without a key: %v", err)
 	}
 }

@@ -11,12 +11,13 @@ import (
 // ErrNoPolicy is MigrateACLs on a Session without a Policy.
 var ErrNoPolicy = errors.New("coordinator: no ACL policy (no roles given)")
 
-// MigrateACLs gives every node at or under each of roots that unauthenticated clients
-// may change (OpenToWorld: made by a paddock before role ACLs) the ACL the Session's
-// Policy gives its path, and returns how many it changed. Nodes already protected are
-// left alone, so it may run on every start. Changing an ACL needs the ADMIN permission,
-// which world:anyone cdrwa grants; a node whose ACL this session may not change is an
-// error. A root that does not exist is skipped.
+// MigrateACLs gives every node at or under each of roots that lets unauthenticated
+// clients do more than read and what the Session's Policy lets them do there (a node
+// made by a paddock before role ACLs is world:anyone cdrwa) the ACL the Policy gives its
+// path, and returns how many it changed. Nodes already protected are left alone, so it
+// may run on every start. Changing an ACL needs the ADMIN permission, which
+// world:anyone cdrwa grants; a node whose ACL this session may not change is an error.
+// A root that does not exist is skipped.
 func (s *Session) MigrateACLs(ctx context.Context, roots ...string) (int, error) {
 	if s.cfg.Policy == nil {
 		return 0, ErrNoPolicy
@@ -54,16 +55,48 @@ func (s *Session) migrateTree(ctx context.Context, path string, n *int) error {
 			return err
 		}
 	}
-	if !OpenToWorld(acl) {
-		return nil
+	changed, err := s.migrateNode(path, acl, stat)
+	if changed {
+		*n++
 	}
-	_, err = s.conn.SetACL(path, s.ACLFor(path), stat.Aversion)
+	return err
+}
+
+// MigrateACL is MigrateACLs of the node at path alone, not its children (the root
+// znode, whose children are not all the platform's); it reports whether it changed the
+// ACL.
+func (s *Session) MigrateACL(ctx context.Context, path string) (bool, error) {
+	if s.cfg.Policy == nil {
+		return false, ErrNoPolicy
+	}
+	if err := checkPath(path); err != nil {
+		return false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	acl, stat, err := s.conn.GetACL(path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("coordinator: migrate acl: get acl %s: %w", path, err)
+	}
+	return s.migrateNode(path, acl, stat)
+}
+
+// migrateNode gives the node at path, whose ACL is acl at stat, the Policy's ACL if it
+// is open beyond it; it reports whether it did.
+func (s *Session) migrateNode(path string, acl []zk.ACL, stat *zk.Stat) (bool, error) {
+	if !s.cfg.Policy.openBeyond(path, acl) {
+		return false, nil
+	}
+	_, err := s.conn.SetACL(path, s.ACLFor(path), stat.Aversion)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
-		return nil
+		return false, nil
 	case err != nil:
-		return fmt.Errorf("coordinator: migrate acls: set acl %s: %w", path, err)
+		return false, fmt.Errorf("coordinator: migrate acls: set acl %s: %w", path, err)
 	}
-	*n++
-	return nil
+	return true, nil
 }

@@ -83,12 +83,13 @@ type Grant struct {
 	Perms int32
 }
 
-// Rule gives the nodes whose paths match Pattern the grants. A pattern is an absolute
-// path whose names may be "*" (any one name) and whose last name may be "**" (one or
-// more names).
+// Rule gives the nodes whose paths match Pattern the grants, and World to every client,
+// authenticated or not (world:anyone). A pattern is an absolute path whose names may be
+// "*" (any one name) and whose last name may be "**" (one or more names).
 type Rule struct {
 	Pattern string
 	Grants  []Grant
+	World   int32
 }
 
 func (r Rule) matches(path string) bool {
@@ -127,14 +128,18 @@ func NewPolicy(roles Roles, rules ...[]Rule) *Policy {
 
 // ACL returns the ACL of the node at path.
 func (p *Policy) ACL(path string) []zk.ACL {
-	grants := p.fallback()
+	grants, world := p.fallback(), int32(0)
 	for _, r := range p.rules {
 		if r.matches(path) {
-			grants = r.Grants
+			grants, world = r.Grants, r.World
 			break
 		}
 	}
-	return p.render(append([]Grant{{RoleAdmin, zk.PermAll}}, grants...))
+	acl := p.render(append([]Grant{{RoleAdmin, zk.PermAll}}, grants...))
+	if world != 0 {
+		acl = append(acl, zk.ACL{Perms: world, Scheme: "world", ID: "anyone"})
+	}
+	return acl
 }
 
 func (p *Policy) fallback() []Grant {
@@ -169,36 +174,21 @@ func (p *Policy) render(grants []Grant) []zk.ACL {
 
 // OpenToWorld reports whether acl lets an unauthenticated client write, create,
 // delete or change the ACL: the ACL of nodes made by a paddock before role ACLs.
-func OpenToWorld(acl []zk.ACL) bool {
+func OpenToWorld(acl []zk.ACL) bool { return worldPerms(acl)&^zk.PermRead != 0 }
+
+// worldPerms returns what acl lets every client do.
+func worldPerms(acl []zk.ACL) int32 {
+	var perms int32
 	for _, a := range acl {
-		if a.Scheme == "world" && a.ID == "anyone" && a.Perms&^zk.PermRead != 0 {
-			return true
+		if a.Scheme == "world" && a.ID == "anyone" {
+			perms |= a.Perms
 		}
 	}
-	return false
+	return perms
 }
 
-// CheckTrusted reports an entry of acl that lets an identity holding no role (the world,
-// an ip, an unknown user) change the node or its ACL: a node so made is not the
-// platform's word, whoever created it. acl must be read with the ADMIN permission: a
-// digest id the server masked ("user:x") matches no role.
-func (p *Policy) CheckTrusted(acl []zk.ACL) error {
-	for _, a := range acl {
-		if a.Perms&(zk.PermWrite|zk.PermAdmin) == 0 {
-			continue
-		}
-		if !p.holdsRole(ID{Scheme: a.Scheme, ID: a.ID}) {
-			return fmt.Errorf("coordinator: acl lets %s:%s, which holds no role, change the node", a.Scheme, a.ID)
-		}
-	}
-	return nil
-}
-
-func (p *Policy) holdsRole(id ID) bool {
-	for _, ids := range p.roles {
-		if slices.Contains(ids, id) {
-			return true
-		}
-	}
-	return false
+// openBeyond reports whether acl, the ACL of the node at path, lets unauthenticated
+// clients do more than read and what p gives them there: a node to migrate.
+func (p *Policy) openBeyond(path string, acl []zk.ACL) bool {
+	return worldPerms(acl)&^(zk.PermRead|worldPerms(p.ACL(path))) != 0
 }

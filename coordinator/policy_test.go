@@ -1,6 +1,8 @@
 package coordinator
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -132,3 +134,71 @@ func TestOpenToWorld(t *testing.T) {
 const cdrw = zk.PermAll &^ zk.PermAdmin
 
 func acl(perms int32, scheme, id string) zk.ACL { return zk.ACL{Perms: perms, Scheme: scheme, ID: id} }
+
+// TestPolicyWorld: a rule's World grant is the world:anyone entry of the ACL, and a node
+// is open beyond its policy when the world may do more than read and what the rule
+// gives it there.
+func TestPolicyWorld(t *testing.T) {
+	p := NewPolicy(Roles{RoleAdmin: {{"digest", "admin:A="}}}, []Rule{
+		{Pattern: "/", World: zk.PermRead | zk.PermCreate},
+		{Pattern: "/svc"},
+	})
+	want := []zk.ACL{acl(zk.PermAll, "digest", "admin:A="), acl(zk.PermRead|zk.PermCreate, "world", "anyone")}
+	if got := p.ACL("/"); !slices.Equal(got, want) {
+		t.Errorf("ACL(/) = %v, want %v", got, want)
+	}
+	for _, tt := range []struct {
+		path string
+		acl  []zk.ACL
+		want bool
+	}{
+		{"/", zk.WorldACL(zk.PermAll), true},
+		{"/", want, false},
+		{"/", zk.WorldACL(zk.PermRead), false},
+		{"/svc", zk.WorldACL(zk.PermAll), true},
+		{"/svc", zk.WorldACL(zk.PermCreate), true},
+		{"/svc", zk.WorldACL(zk.PermRead), false},
+		{"/svc", zk.DigestACL(zk.PermAll, "a", "b"), false},
+	} {
+		if got := p.openBeyond(tt.path, tt.acl); got != tt.want {
+			t.Errorf("openBeyond(%s, %v) = %v, want %v", tt.path, tt.acl, got, tt.want)
+		}
+	}
+}
+
+// TestMigrateRootACL: MigrateACL gives the root znode, open to all, the policy's ACL —
+// the world reads and creates top-level nodes, only the admin deletes them or changes
+// the root's ACL — once: a second run changes nothing, and the children are not
+// touched.
+func TestMigrateRootACL(t *testing.T) {
+	addr := paddockBackend.addr(t)
+	roles := Roles{RoleAdmin: {{"digest", DigestID("admin", "pw")}}}
+	s := connect(t, addr, func(c *Config) {
+		c.Auth, c.Policy = []Auth{{"digest", "admin:pw"}}, NewPolicy(roles, []Rule{{Pattern: "/", World: zk.PermRead | zk.PermCreate}})
+	})
+	anon := connect(t, addr)
+	if _, err := anon.Conn().Create("/app", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := s.MigrateACL(context.Background(), "/"); !changed || err != nil {
+		t.Fatalf("MigrateACL(/) = %v, %v; want changed", changed, err)
+	}
+	if changed, err := s.MigrateACL(context.Background(), "/"); changed || err != nil {
+		t.Errorf("MigrateACL(/) again = %v, %v; want nothing changed", changed, err)
+	}
+	if got, _, err := anon.Conn().GetACL("/app"); err != nil || !slices.Equal(got, zk.WorldACL(zk.PermAll)) {
+		t.Errorf("a child's ACL: %v, %v; want it untouched", got, err)
+	}
+	if _, err := anon.Conn().Create("/other", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Errorf("unauthenticated create of a top-level node: %v", err)
+	}
+	if err := anon.Conn().Delete("/app", -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("unauthenticated delete of a top-level node: %v, want %v", err, zk.ErrNoAuth)
+	}
+	if _, err := anon.Conn().SetACL("/", zk.WorldACL(zk.PermAll), -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("unauthenticated setACL of the root: %v, want %v", err, zk.ErrNoAuth)
+	}
+	if err := s.Conn().Delete("/app", -1); err != nil {
+		t.Errorf("the admin's delete: %v", err)
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/paddock/paddock/provenance"
 )
 
 // State is how a Session stands, as the recipes see it.
@@ -97,6 +99,12 @@ type Config struct {
 	// Policy, if set, gives each node the Session and its recipes create its ACL
 	// (ACLFor); nil leaves them open to all (world:anyone, all permissions).
 	Policy *Policy
+	// Signer, if set, signs what the Session's user authors (task specs, job
+	// definitions: package task); Trust, if set, says whose signatures it believes
+	// (docs/security.md, "Provenance"). Access.Config makes both from signing_key,
+	// signers_file and the TLS files.
+	Signer *provenance.Signer
+	Trust  *provenance.Trust
 	// MaxBuffer is the servers' jute.maxbuffer (their max_buffer): the largest request
 	// frame they accept. If set, the client refuses a larger request itself
 	// (zk.ErrShortBuffer) instead of sending one the server answers by closing the
@@ -290,6 +298,12 @@ func (s *Session) ACL() []zk.ACL { return s.ACLFor("/") }
 
 // Policy returns the Config's ACL policy, nil if none.
 func (s *Session) Policy() *Policy { return s.cfg.Policy }
+
+// Signer returns the Config's signer, nil if none: the Session authors nothing.
+func (s *Session) Signer() *provenance.Signer { return s.cfg.Signer }
+
+// Trust returns whose signatures the Session believes; nil trusts no one.
+func (s *Session) Trust() *provenance.Trust { return s.cfg.Trust }
 
 // ACLFor returns the ACL to create the node at path with: the Config's Policy's, or
 // open to all without one.

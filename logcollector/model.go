@@ -30,6 +30,9 @@ func (l Layout) join(elem ...string) string {
 	return path.Join(append([]string{r, "logs"}, elem...)...)
 }
 
+// Root is the log collection's top node, /logs under the layout's root.
+func (l Layout) Root() string { return l.join() }
+
 func (l Layout) Sources() string              { return l.join("sources") }
 func (l Layout) Source(id string) string      { return l.join("sources", id) }
 func (l Layout) Collectors() string           { return l.join("collector") }

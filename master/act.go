@@ -27,6 +27,7 @@ func (l *leader) act(ctx context.Context) error {
 	if err := l.reclaim(); err != nil {
 		return err
 	}
+	l.expireUnsigned()
 	if err := l.endWithoutRun(); err != nil {
 		return err
 	}
@@ -63,7 +64,7 @@ func (l *leader) reclaim() error {
 }
 
 // endWithoutRun ends, with a status the master writes, the tasks not running that are
-// cancelled, invalid, or have lost too many runs.
+// cancelled, invalid, not signed by a trusted key, or have lost too many runs.
 func (l *leader) endWithoutRun() error {
 	now := time.Now().UTC()
 	for id, t := range l.tasks {
@@ -76,6 +77,8 @@ func (l *leader) endWithoutRun() error {
 			st.State, st.Error = task.Cancelled, "cancelled before it ran"
 		case t.invalid != nil:
 			st.State, st.Error, st.ExitCode = task.Failed, "invalid spec: "+t.invalid.Error(), -1
+		case t.untrusted != nil:
+			st.State, st.Error, st.ExitCode = task.Failed, t.untrusted.Error(), -1
 		case len(t.kids.Lost) >= maxLostRuns:
 			st.State, st.ExitCode = task.Failed, -1
 			st.Error = fmt.Sprintf("lost its worker %d times", len(t.kids.Lost))
@@ -142,7 +145,7 @@ func (l *leader) dispatch() error {
 	now := time.Now()
 	var pending []*taskState
 	for _, t := range l.tasks {
-		if t.worker == "" && !now.Before(t.eligible) && l.parentsDone(t) {
+		if t.worker == "" && t.signed && !now.Before(t.eligible) && l.parentsDone(t) {
 			pending = append(pending, t)
 		}
 	}
@@ -344,12 +347,16 @@ func opPath(op any) string {
 	return "?"
 }
 
-// nextRetry returns when the earliest retry delay ends (a long way off if none).
+// nextRetry returns when the earliest retry delay ends, or an unsigned task's grace
+// (a long way off if none).
 func (l *leader) nextRetry() time.Time {
 	next := time.Now().Add(time.Hour)
 	for _, t := range l.tasks {
 		if t.worker == "" && t.eligible.Before(next) && t.eligible.After(time.Now()) {
 			next = t.eligible
+		}
+		if end := t.seen.Add(l.m.cfg.SignGrace); !t.signed && t.untrusted == nil && end.Before(next) {
+			next = end
 		}
 	}
 	return next

@@ -33,6 +33,10 @@ type Config struct {
 	// Resync is how often the active master re-reads the whole state, a safety net
 	// beside the watches.
 	Resync time.Duration
+	// SignGrace is how long, by the servers' clock, a task may stay unsigned after its
+	// creation (its author signs it in a second write) before the master ends it
+	// failed, unrun.
+	SignGrace time.Duration
 }
 
 // DefaultConfig returns the defaults: a server on 127.0.0.1:2181, a 10 s session.
@@ -42,6 +46,7 @@ func DefaultConfig() Config {
 		SessionTimeout: 10 * time.Second,
 		Root:           "/",
 		Resync:         30 * time.Second,
+		SignGrace:      30 * time.Second,
 	}
 }
 
@@ -55,6 +60,14 @@ func (c Config) Validate() error {
 	}
 	if c.Resync <= 0 {
 		errs = append(errs, fmt.Errorf("resync = %v: want a positive duration", c.Resync))
+	}
+	if c.SignGrace <= 0 {
+		errs = append(errs, fmt.Errorf("sign_grace = %v: want a positive duration", c.SignGrace))
+	}
+	for _, err := range []error{c.Access.CheckVerifier(), c.Access.CheckSigner()} {
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -7,8 +7,10 @@
 // children, with a full re-read every Resync as a safety net. On each change it, in
 // order: takes back the assignments of workers that are gone (or given to an earlier
 // session of a worker), which become lost runs and their tasks pending again; ends
-// without a run the pending tasks that are cancelled, invalid, or lost their worker
-// too many times; and assigns pending tasks — highest priority, then oldest, first;
+// without a run the pending tasks that are cancelled, invalid, not signed by a trusted
+// key (at once when badly signed, after SignGrace when unsigned: provenance.go), or lost
+// their worker too many times; and assigns pending tasks whose signature verified —
+// highest priority, then oldest, first;
 // a task that failed not before its retry delay — each to the live worker with the
 // most free slots among those that have its selector's labels, in multis that check
 // the master's epoch. A task no such worker can take is passed over, not waited for.

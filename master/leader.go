@@ -77,6 +77,14 @@ type taskState struct {
 	armed    bool      // a children watch is armed
 	lastRead int       // the attempt record whose finish time eligible is from
 	invalid  error     // what is wrong with the spec: the task is failed at once
+	// The spec node's czxid and creation time (the servers' clock), when the term first
+	// saw it (this process's clock), and whether its signature verified; untrusted says
+	// why it is not to run: a bad signature, or none within the grace (provenance.go).
+	czxid     int64
+	created   time.Time
+	seen      time.Time
+	signed    bool
+	untrusted error
 }
 
 // dirtySet says what must be read again.
@@ -90,6 +98,7 @@ type dirtySet struct {
 	task    map[string]bool
 	jobs    bool            // the list of jobs
 	job     map[string]bool // jobs whose data watch fired
+	jobSig  map[string]bool // jobs whose signature's watch fired
 }
 
 func newLeader(m *Master, s *coordinator.Session, h *coordinator.Hold) *leader {
@@ -251,6 +260,11 @@ func (l *leader) refresh(ctx context.Context, d dirtySet) error {
 			j.armed = false
 		}
 	}
+	for name := range d.jobSig {
+		if j := l.jobs[name]; j != nil {
+			j.sigArmed = false
+		}
+	}
 	l.drainArmed = l.drainArmed && !d.drains
 	for w := range d.worker {
 		l.workerArmed[w] = false
@@ -298,6 +312,11 @@ func (l *leader) refresh(ctx context.Context, d dirtySet) error {
 	}
 	for name := range d.job {
 		if err := l.reloadJob(ctx, name, false); err != nil {
+			return err
+		}
+	}
+	for name := range d.jobSig {
+		if err := l.reloadJob(ctx, name, false); err != nil && !d.job[name] {
 			return err
 		}
 	}
@@ -507,6 +526,13 @@ func (d *dirtySet) markJob(name string) {
 	d.job[name] = true
 }
 
+func (d *dirtySet) markJobSig(name string) {
+	if d.jobSig == nil {
+		d.jobSig = map[string]bool{}
+	}
+	d.jobSig[name] = true
+}
+
 func (d *dirtySet) markTask(id string) {
 	if d.task == nil {
 		d.task = map[string]bool{}
@@ -546,27 +572,20 @@ func (l *leader) reloadTask(ctx context.Context, id string) error {
 		return nil
 	}
 	t := l.tasks[id]
+	var data []byte // the spec as read now, nil if it was read before
 	if t == nil {
-		data, _, err := l.conn.Get(l.l.Task(id))
+		var st *zk.Stat
+		var err error
+		data, st, err = l.conn.Get(l.l.Task(id))
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		t = &taskState{id: id, worker: l.assignedTo(id)}
+		t = &taskState{id: id, worker: l.assignedTo(id), czxid: st.Czxid, created: time.UnixMilli(st.Ctime), seen: time.Now()}
 		l.tasks[id] = t
-		if err := json.Unmarshal(data, &t.spec); err != nil {
-			t.invalid = err
-		} else if err := t.spec.Validate(); err != nil {
-			t.invalid = err
-		}
-		if t.spec.DAG != "" {
-			l.dagIDs[dagKey(t.spec.DAG, t.spec.Name)] = id
-		}
-		if t.spec.Job != "" && t.spec.Token != "" {
-			l.tokens[t.spec.Token] = id
-		}
+		l.parseSpec(t, data)
 	}
 	// The watch fires at the latest when the status is created: none is left behind.
 	names, err := l.children(ctx, l.l.Task(id), &t.armed, func(d *dirtySet) { d.markTask(id) })
@@ -581,7 +600,32 @@ func (l *leader) reloadTask(ctx context.Context, id string) error {
 	if t.kids.Status {
 		return l.endedTask(id)
 	}
+	if t.kids.Sig && !t.signed && t.untrusted == nil && t.invalid == nil {
+		if err := l.checkSig(t, data); err != nil {
+			return err
+		}
+	}
 	return l.readRetryDelay(t)
+}
+
+// parseSpec reads t's spec from data, and indexes it by DAG and token. The oldest task
+// (the lowest sequence number) to claim a DAG name or a token keeps it: a DAG's tasks
+// are created in one multi, a fire's too, so a task claiming one of their names later
+// (written by anyone, and never signed) cannot stand in for one of them.
+func (l *leader) parseSpec(t *taskState, data []byte) {
+	t.spec, t.invalid = task.Spec{}, nil
+	if err := json.Unmarshal(data, &t.spec); err != nil {
+		t.invalid = err
+	} else if err := t.spec.Validate(); err != nil {
+		t.invalid = err
+	}
+	older := func(id string) bool { return id == "" || t.id < id } // ids sort by sequence number
+	if k := dagKey(t.spec.DAG, t.spec.Name); t.spec.DAG != "" && older(l.dagIDs[k]) {
+		l.dagIDs[k] = t.id
+	}
+	if t.spec.Job != "" && t.spec.Token != "" && older(l.tokens[t.spec.Token]) {
+		l.tokens[t.spec.Token] = t.id
+	}
 }
 
 func (l *leader) assignedTo(id string) string {

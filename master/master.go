@@ -68,6 +68,9 @@ func (m *Master) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("master: %w", err)
 	}
+	if cc.Trust.Empty() {
+		return fmt.Errorf("master: signers_file = %s: it lists no key, and no tls_ca is given: no task could be assigned", m.cfg.SignersFile)
+	}
 	s, err := coordinator.Connect(ctx, cc)
 	if err != nil {
 		if ctx.Err() != nil {

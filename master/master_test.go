@@ -30,13 +30,14 @@ type cluster struct {
 	addr   string
 	layout task.Layout
 	client *task.Client
-	s      *coordinator.Session // the test's own session
+	s      *coordinator.Session // the test's own session, signing as a submitter
+	keys   *testutil.Keys
 }
 
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	addr := testutil.StartPaddock(t, nil)
-	c := &cluster{t: t, addr: addr, layout: task.DefaultLayout}
+	c := &cluster{t: t, addr: addr, layout: task.DefaultLayout, keys: testutil.NewKeys(t)}
 	c.s = c.session()
 	c.client = task.NewClient(c.s, c.layout)
 	return c
@@ -44,7 +45,8 @@ func newCluster(t *testing.T) *cluster {
 
 func (c *cluster) session() *coordinator.Session {
 	c.t.Helper()
-	s, err := coordinator.Connect(context.Background(), coordinator.Config{Servers: []string{c.addr}, SessionTimeout: 2 * time.Second})
+	s, err := coordinator.Connect(context.Background(), coordinator.Config{Servers: []string{c.addr}, SessionTimeout: 2 * time.Second,
+		Signer: c.keys.Signer(coordinator.RoleSubmitter), Trust: c.keys.Trust()})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -52,12 +54,17 @@ func (c *cluster) session() *coordinator.Session {
 	return s
 }
 
-// startMaster runs a master until the test ends or stop is called.
-func (c *cluster) startMaster(id string) (m *Master, stop func()) {
+// startMaster runs a master, its config changed by opts, until the test ends or stop
+// is called.
+func (c *cluster) startMaster(id string, opts ...func(*Config)) (m *Master, stop func()) {
 	c.t.Helper()
 	cfg := DefaultConfig()
 	cfg.Servers, cfg.ID, cfg.SessionTimeout, cfg.Resync = []string{c.addr}, id, 2*time.Second, time.Second
 	cfg.MetricsAddr = "127.0.0.1:0"
+	cfg.SigningKey, cfg.SignersFile = c.keys.KeyFile(coordinator.RoleMaster), c.keys.SignersFile
+	for _, o := range opts {
+		o(&cfg)
+	}
 	m, err := New(cfg, testutil.TestLogger())
 	if err != nil {
 		c.t.Fatal(err)

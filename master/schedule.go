@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"maps"
 	"path"
@@ -31,16 +30,20 @@ import (
 
 // jobState is a job as the term knows it.
 type jobState struct {
-	name    string
-	job     task.Job // with defaults
-	sched   cron.Schedule
-	invalid error // the definition does not validate: the job is not fired
-	armed   bool  // a data watch on the job's node is armed
-	ctime   time.Time
-	dir     bool      // the fires directory exists
-	fires   []string  // fire names on record, oldest first
-	last    time.Time // the latest scheduled time on record (or where planning starts)
-	queued  []string  // fires recorded queued, oldest first
+	name  string
+	job   task.Job // with defaults
+	sched cron.Schedule
+	// invalid says why the job is not fired: its definition does not validate, or is
+	// not signed by a key trusted for jobs (verifyJob).
+	invalid error
+	armed   bool // a data watch on the job's node is armed
+	// sigArmed: a watch on the job's signature node is armed.
+	sigArmed bool
+	ctime    time.Time
+	dir      bool      // the fires directory exists
+	fires    []string  // fire names on record, oldest first
+	last     time.Time // the latest scheduled time on record (or where planning starts)
+	queued   []string  // fires recorded queued, oldest first
 	// unlinked are started fires whose record names no task: the write that adds the
 	// ids after the fire's multi did not go through (repairFires).
 	unlinked []string
@@ -115,28 +118,21 @@ func (l *leader) reloadJob(ctx context.Context, name string, fires bool) error {
 	if j.invalid == nil {
 		j.invalid = def.Validate()
 	}
-	// With role ACLs a job is fired only if no one outside the platform's roles could
-	// have written it: the master submits its tasks under its own name, so a job left
-	// writable by all would let anyone run a command on the workers.
-	if p := l.s.Policy(); p != nil && j.invalid == nil {
-		acl, _, err := l.conn.GetACL(l.l.Job(name))
-		if errors.Is(err, zk.ErrNoNode) {
-			delete(l.jobs, name)
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := p.CheckTrusted(acl); err != nil {
-			j.invalid = fmt.Errorf("job node not protected, not fired: %w", err)
-		}
+	// A job is fired only if a key trusted for jobs signed this very definition: the
+	// master signs its tasks in its own name (provenance.go).
+	sig, err := l.readJobSig(ctx, j)
+	if err != nil {
+		return err
+	}
+	if j.invalid == nil {
+		j.invalid = l.verifyJob(st, data, sig)
 	}
 	j.job, j.sched, j.ctime = def.WithDefaults(), nil, time.UnixMilli(st.Ctime)
 	if j.invalid == nil && def.Schedule != "" {
 		j.sched, j.invalid = task.ParseSchedule(def.Schedule, def.TimeZone)
 	}
 	if j.invalid != nil {
-		l.logger.Warn("job not fired: its definition is invalid", "job", name, "err", j.invalid)
+		l.logger.Warn("job not fired", "job", name, "err", j.invalid)
 	}
 	if _, known := l.jobs[name]; !known || fires {
 		if err := l.readFires(j); err != nil {
@@ -258,11 +254,12 @@ func (l *leader) shardOwner(spec *task.Spec) string {
 }
 
 // runningJobs returns the jobs with a run that has not ended, from the tasks the term
-// knows, once per round rather than a scan of the tasks per job.
+// knows, once per round rather than a scan of the tasks per job. Only a signed task
+// counts: one anybody wrote naming a job must not hold the job's fires back.
 func (l *leader) runningJobs() map[string]bool {
 	running := map[string]bool{}
 	for _, t := range l.tasks {
-		if t.spec.Job != "" {
+		if t.signed && t.spec.Job != "" {
 			running[t.spec.Job] = true
 		}
 	}
@@ -332,10 +329,10 @@ func (l *leader) recordFire(ctx context.Context, j *jobState, d task.Decision, n
 	}
 	ops = append(ops, l.create(l.l.Fire(j.name, name), data))
 	started := d.Outcome == task.FireStarted
-	tasks := 0
+	var created []any
 	if started {
-		created := l.jobTasks(j, d.Scheduled, name, now)
-		ops, tasks = append(ops, created...), len(created)
+		created = l.jobTasks(j, d.Scheduled, name, now)
+		ops = append(ops, created...)
 	}
 	res, err := l.multiResults(ops...)
 	var oe *opError
@@ -359,7 +356,7 @@ func (l *leader) recordFire(ctx context.Context, j *jobState, d task.Decision, n
 		l.logger.Log(ctx, level, "job fired", "job", j.name, "scheduled", d.Scheduled.UTC(), "outcome", d.Outcome,
 			"reason", d.Reason, "covers", d.Covers)
 		if started {
-			if err := l.noteFireTasks(ctx, j, name, rec, res[len(res)-tasks:]); err != nil {
+			if err := l.noteFireTasks(ctx, j, name, rec, created, res[len(res)-len(created):]); err != nil {
 				return err
 			}
 		}
@@ -391,11 +388,12 @@ func (l *leader) taskCreate(spec task.Spec) *zk.CreateRequest {
 	return c
 }
 
-// noteFireTasks writes the ids of the tasks a fire started into its record (fenced), and
-// takes the tasks into the term's view at once, so that the job counts as running.
-func (l *leader) noteFireTasks(ctx context.Context, j *jobState, fire string, rec task.Fire, created []zk.MultiResponse) error {
+// noteFireTasks signs the tasks a fire started and writes their ids into its record, in
+// one fenced multi, and takes the tasks into the term's view at once, so that the job
+// counts as running. created are the fire's multi's task creates, res their results.
+func (l *leader) noteFireTasks(ctx context.Context, j *jobState, fire string, rec task.Fire, created []any, res []zk.MultiResponse) error {
 	var ids []string
-	for _, r := range created {
+	for _, r := range res {
 		ids = append(ids, path.Base(r.String))
 	}
 	if len(ids) == 1 {
@@ -403,8 +401,12 @@ func (l *leader) noteFireTasks(ctx context.Context, j *jobState, fire string, re
 	} else {
 		rec.Tasks = ids // a sharded job's items, or a DAG job's tasks
 	}
+	sigs, err := l.signFireTasks(created, res)
+	if err != nil {
+		return err
+	}
 	data, _ := json.Marshal(rec)
-	if err := l.multi(&zk.SetDataRequest{Path: l.l.Fire(j.name, fire), Data: data, Version: -1}); err != nil &&
+	if err := l.multi(append([]any{&zk.SetDataRequest{Path: l.l.Fire(j.name, fire), Data: data, Version: -1}}, sigs...)...); err != nil &&
 		!errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
@@ -444,7 +446,7 @@ func (l *leader) startQueued(ctx context.Context, j *jobState, now time.Time) er
 	j.queued = j.queued[1:]
 	l.m.metrics.fires.WithLabelValues("dequeued").Inc()
 	l.logger.Info("queued job fire started", "job", j.name, "scheduled", scheduled)
-	return l.noteFireTasks(ctx, j, name, rec, res[len(res)-len(created):])
+	return l.noteFireTasks(ctx, j, name, rec, created, res[len(res)-len(created):])
 }
 
 // pruneFires deletes j's oldest fire records past its History, never a queued one nor

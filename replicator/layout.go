@@ -28,6 +28,9 @@ func (l Layout) join(elem ...string) string {
 	return path.Join(append([]string{r, "mysql_replicator"}, elem...)...)
 }
 
+// Root is the bus's top node, /mysql_replicator under the layout's root.
+func (l Layout) Root() string { return l.join() }
+
 func (l Layout) Tasks() string                     { return l.join("tasks") }
 func (l Layout) Task(name string) string           { return l.join("tasks", name) }
 func (l Layout) Instances(name string) string      { return l.join("tasks", name, "instances") }

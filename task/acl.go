@@ -15,14 +15,15 @@ const (
 // has them as a table): only submitters, the console and the master create under
 // /tasks; workers read tasks and create their outcome under a task; only the master
 // (and the console) makes assignments, and only the worker (and the master) takes
-// one away; nobody but the admin (and a worker, on a task node: see below) changes a
-// node's ACL. The console and the admin have
-// all permissions everywhere else; unauthenticated clients have none.
+// one away; nobody but the admin changes a node's ACL (no role needs to: what a worker
+// or the master acts on is trusted by its signature, not its ACL). The console and the
+// admin have all permissions everywhere else; unauthenticated clients have none.
 func (l Layout) ACLRules() []coordinator.Rule {
 	const (
 		all  = zk.PermAll &^ zk.PermAdmin
 		crd  = zk.PermCreate | zk.PermRead | zk.PermDelete
 		rwd  = zk.PermRead | zk.PermWrite | zk.PermDelete
+		rw   = zk.PermRead | zk.PermWrite
 		crdw = crd | zk.PermWrite
 	)
 	g := func(grants ...coordinator.Grant) []coordinator.Grant {
@@ -31,9 +32,7 @@ func (l Layout) ACLRules() []coordinator.Rule {
 	m, w, s := coordinator.RoleMaster, coordinator.RoleWorker, coordinator.RoleSubmitter
 	return []coordinator.Rule{
 		{Pattern: l.Tasks(), Grants: g(coordinator.Grant{Role: s, Perms: cr}, coordinator.Grant{Role: m, Perms: cr}, coordinator.Grant{Role: w, Perms: r})},
-		// The worker's ADMIN is what lets it read the node's ACL unmasked (ZooKeeper masks
-		// digest ids for others), to check it before it runs the task.
-		{Pattern: l.join("tasks", "*"), Grants: g(coordinator.Grant{Role: s, Perms: cr}, coordinator.Grant{Role: m, Perms: cr}, coordinator.Grant{Role: w, Perms: cr | zk.PermAdmin})},
+		{Pattern: l.join("tasks", "*"), Grants: g(coordinator.Grant{Role: s, Perms: cr}, coordinator.Grant{Role: m, Perms: cr}, coordinator.Grant{Role: w, Perms: cr})},
 		{Pattern: l.join("tasks", "*", "*"), Grants: g(coordinator.Grant{Role: s, Perms: r}, coordinator.Grant{Role: m, Perms: r}, coordinator.Grant{Role: w, Perms: r})},
 		{Pattern: l.Master(), Grants: g(coordinator.Grant{Role: m, Perms: all}, coordinator.Grant{Role: w, Perms: r}, coordinator.Grant{Role: s, Perms: r})},
 		{Pattern: l.Workers(), Grants: g(coordinator.Grant{Role: w, Perms: cr}, coordinator.Grant{Role: m, Perms: cr}, coordinator.Grant{Role: s, Perms: r})},
@@ -50,9 +49,9 @@ func (l Layout) ACLRules() []coordinator.Rule {
 		// Jobs are the submitters' (and the console's); their fires and shard plans are the
 		// master's, and a submitter deleting a job deletes its fire records first.
 		{Pattern: l.Jobs(), Grants: g(coordinator.Grant{Role: s, Perms: crd}, coordinator.Grant{Role: m, Perms: cr}, coordinator.Grant{Role: w, Perms: r})},
-		// The master's ADMIN lets it read a job's ACL unmasked, to check it before it fires
-		// the job (as a worker checks a task's).
-		{Pattern: l.join("jobs", "*"), Grants: g(coordinator.Grant{Role: s, Perms: crdw}, coordinator.Grant{Role: m, Perms: crd | zk.PermAdmin}, coordinator.Grant{Role: w, Perms: r})},
+		{Pattern: l.join("jobs", "*"), Grants: g(coordinator.Grant{Role: s, Perms: crdw}, coordinator.Grant{Role: m, Perms: crd}, coordinator.Grant{Role: w, Perms: r})},
+		// A job's signature is rewritten with each update, by whoever updates it.
+		{Pattern: l.JobSig("*"), Grants: g(coordinator.Grant{Role: s, Perms: rw}, coordinator.Grant{Role: m, Perms: r}, coordinator.Grant{Role: w, Perms: r})},
 		{Pattern: l.join("jobs", "*", "*"), Grants: g(coordinator.Grant{Role: s, Perms: r | zk.PermDelete}, coordinator.Grant{Role: m, Perms: crdw}, coordinator.Grant{Role: w, Perms: r})},
 		{Pattern: l.join("jobs", "*", "*", "*"), Grants: g(coordinator.Grant{Role: s, Perms: r}, coordinator.Grant{Role: m, Perms: rwd}, coordinator.Grant{Role: w, Perms: r})},
 	}

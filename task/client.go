@@ -57,13 +57,19 @@ type Client struct {
 // NewClient returns a client of the cluster laid out as l on s.
 func NewClient(s *coordinator.Session, l Layout) *Client { return &Client{s: s, l: l} }
 
-// Submit checks spec and, if it is valid, creates the task and returns its id. An
-// invalid spec creates nothing. Submitted and Token are filled in when empty. A
-// submit whose reply is lost to a disconnection finds out whether its create was
-// applied (by its token) and does not create the task twice.
+// Submit checks spec and, if it is valid, creates the task, signs it with the
+// Session's signer (see sign.go) and returns its id. An invalid spec, or a client
+// without a signer (ErrNoSigner), creates nothing. Submitted and Token are filled in
+// when empty. A submit whose reply is lost to a disconnection finds out whether its
+// create was applied (by its token), does not create the task twice, and signs the task
+// it finds. A task created and not signed (the signing failed) is returned with the
+// error: the master ends it failed once its grace for the signature is over.
 func (c *Client) Submit(ctx context.Context, spec Spec) (string, error) {
 	if err := spec.Validate(); err != nil {
 		return "", err
+	}
+	if c.s.Signer() == nil {
+		return "", fmt.Errorf("submit: %w", ErrNoSigner)
 	}
 	if spec.Submitted.IsZero() {
 		spec.Submitted = time.Now().UTC()
@@ -93,7 +99,7 @@ func (c *Client) Submit(ctx context.Context, spec Spec) (string, error) {
 		}
 		p, err := conn.Create(c.l.Task(taskPrefix), data, zk.FlagSequence, c.s.ACLFor(c.l.Task(taskPrefix)))
 		if err == nil {
-			return path.Base(p), nil
+			return c.signSubmitted(ctx, []string{path.Base(p)}, [][]byte{data})
 		}
 		if !coordinator.IsConnLoss(err) || coordinator.WriteNotSent(err) {
 			if err := c.s.WaitToRetry(ctx, err); err != nil {
@@ -102,10 +108,26 @@ func (c *Client) Submit(ctx context.Context, spec Spec) (string, error) {
 			continue
 		}
 		id, err := c.findSubmitted(ctx, int64(from), spec.Token)
-		if err != nil || id != "" {
-			return id, err
+		if err != nil {
+			return "", err
+		}
+		if id != "" {
+			return c.signSubmitted(ctx, []string{id}, [][]byte{data})
 		}
 	}
+}
+
+// signSubmitted signs the tasks ids, just created with datas, and returns the first id;
+// on an error, the id and the error, which names the tasks left unsigned.
+func (c *Client) signSubmitted(ctx context.Context, ids []string, datas [][]byte) (string, error) {
+	paths := make([]string, len(ids))
+	for i, id := range ids {
+		paths[i] = c.l.Task(id)
+	}
+	if err := c.signCreated(ctx, SpecDomain, paths, datas); err != nil {
+		return ids[0], fmt.Errorf("submit: %v created and not signed (the master ends them failed): %w", ids, err)
+	}
+	return ids[0], nil
 }
 
 // children lists the children of p, riding out disconnections.

@@ -93,16 +93,20 @@ func CheckJob(j *Job) error {
 	return errors.Join(errs...)
 }
 
-// CreateJob checks j (CheckJob) and creates it, with its fires directory, in one multi.
-// Created and Updated are set to now, and EnabledSince too if it is enabled (zero if
-// not): the master fires no time before it. A job of the same name is an error
-// wrapping ErrJobExists. A create whose reply is lost to a disconnection finds out
-// whether it was applied.
+// CreateJob checks j (CheckJob) and creates it, with its fires directory, in one multi,
+// then signs it (sign.go). Created and Updated are set to now, and EnabledSince too if
+// it is enabled (zero if not): the master fires no time before it. A job of the same
+// name is an error wrapping ErrJobExists; a client without a signer creates nothing
+// (ErrNoSigner). A create whose reply is lost to a disconnection finds out whether it
+// was applied.
 func (c *Client) CreateJob(ctx context.Context, j Job) error {
 	if err := CheckJob(&j); err != nil {
 		return err
 	}
 	step := "create job " + j.Name
+	if c.s.Signer() == nil {
+		return fmt.Errorf("%s: %w", step, ErrNoSigner)
+	}
 	now := time.Now().UTC()
 	j.Created, j.Updated, j.EnabledSince = now, now, time.Time{}
 	if j.Enabled {
@@ -121,11 +125,17 @@ func (c *Client) CreateJob(ctx context.Context, j Job) error {
 		&zk.CreateRequest{Path: fires, Acl: c.s.ACLFor(fires)},
 	}
 	conn := c.s.Conn()
+	signed := func() error {
+		if err := c.signCreated(ctx, JobDomain, []string{p}, [][]byte{data}); err != nil {
+			return fmt.Errorf("%s: created and not signed (the master does not fire it; an update signs it): %w", step, err)
+		}
+		return nil
+	}
 	for {
 		_, err := multiErr(conn.Multi(ops...))
 		switch {
 		case err == nil:
-			return nil
+			return signed()
 		case errors.Is(err, zk.ErrNodeExists):
 			return fmt.Errorf("%s: %w", step, ErrJobExists)
 		case errors.Is(err, zk.ErrNoNode): // /jobs was deleted meanwhile
@@ -148,7 +158,7 @@ func (c *Client) CreateJob(ctx context.Context, j Job) error {
 		err = c.retry(ctx, func() (err error) { got, _, err = conn.Get(p); return err })
 		switch {
 		case err == nil && bytes.Equal(got, data):
-			return nil
+			return signed()
 		case err == nil:
 			return fmt.Errorf("%s: %w", step, ErrJobExists)
 		case !errors.Is(err, zk.ErrNoNode):
@@ -157,9 +167,9 @@ func (c *Client) CreateJob(ctx context.Context, j Job) error {
 	}
 }
 
-// UpdateJob replaces the definition of job j.Name with j (checked by CheckJob), at the
-// version it reads: a write by someone else between that read and its own is an
-// error wrapping ErrJobChanged. Created is kept, Updated set to now, and EnabledSince
+// UpdateJob replaces the definition of job j.Name with j (checked by CheckJob), and its
+// signature, in one multi at the version it reads: a write by someone else between
+// that read and its own is an error wrapping ErrJobChanged. Created is kept, Updated set to now, and EnabledSince
 // kept unless the update enables the job, when it becomes now.
 func (c *Client) UpdateJob(ctx context.Context, j Job) error {
 	return c.updateJob(ctx, j, -1)
@@ -179,7 +189,6 @@ func (c *Client) updateJob(ctx context.Context, j Job, version int32) error {
 		return err
 	}
 	step := "update job " + j.Name
-	conn := c.s.Conn()
 	var sent []byte // what a write whose reply was lost carried
 	for {
 		old, st, raw, err := c.readJob(ctx, j.Name)
@@ -205,10 +214,12 @@ func (c *Client) updateJob(ctx context.Context, j Job, version int32) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", step, err)
 		}
-		_, err = conn.Set(c.l.Job(j.Name), data, at)
+		err = c.setJob(j.Name, st.Czxid, data, at)
 		switch {
 		case err == nil:
 			return nil
+		case errors.Is(err, ErrNoSigner):
+			return fmt.Errorf("%s: %w", step, err)
 		case errors.Is(err, zk.ErrBadVersion):
 			return fmt.Errorf("%s: %w: it was read at version %d and another update has been written since: "+
 				"read it again and redo the change", step, ErrJobChanged, at)
@@ -228,9 +239,10 @@ func (c *Client) updateJob(ctx context.Context, j Job, version int32) error {
 	}
 }
 
-// SetJobEnabled enables or disables the job. Enabling sets EnabledSince to now: the
-// master never fires the times before it, those that passed while it was disabled.
-// Setting the state it is in changes nothing.
+// SetJobEnabled enables or disables the job, signing the changed definition. Enabling
+// sets EnabledSince to now: the master never fires the times before it, those that
+// passed while it was disabled. Setting the state it is in changes nothing; a job
+// whose definition no trusted key signed is not changed (an error).
 func (c *Client) SetJobEnabled(ctx context.Context, name string, enabled bool) error {
 	if err := CheckJobName(name); err != nil {
 		return err
@@ -239,9 +251,8 @@ func (c *Client) SetJobEnabled(ctx context.Context, name string, enabled bool) e
 	if enabled {
 		step = "enable job " + name
 	}
-	conn := c.s.Conn()
 	for {
-		j, st, _, err := c.readJob(ctx, name)
+		j, st, raw, err := c.readJob(ctx, name)
 		if errors.Is(err, zk.ErrNoNode) {
 			return fmt.Errorf("%s: %w", step, ErrJobNotFound)
 		}
@@ -250,6 +261,11 @@ func (c *Client) SetJobEnabled(ctx context.Context, name string, enabled bool) e
 		}
 		if j.Enabled == enabled {
 			return nil // already, or a write whose reply was lost was applied
+		}
+		// The change is signed with this client's key: it must not vouch for a
+		// definition no trusted key signed.
+		if err := c.verifyJob(ctx, name, st.Czxid, raw); err != nil {
+			return fmt.Errorf("%s: %w (an update with the whole definition signs it anew)", step, err)
 		}
 		now := time.Now().UTC()
 		j.Enabled, j.Updated = enabled, now
@@ -260,10 +276,12 @@ func (c *Client) SetJobEnabled(ctx context.Context, name string, enabled bool) e
 		if err != nil {
 			return fmt.Errorf("%s: %w", step, err)
 		}
-		_, err = conn.Set(c.l.Job(name), data, st.Version)
+		err = c.setJob(name, st.Czxid, data, st.Version)
 		switch {
 		case err == nil:
 			return nil
+		case errors.Is(err, ErrNoSigner):
+			return fmt.Errorf("%s: %w", step, err)
 		case errors.Is(err, zk.ErrBadVersion):
 			continue // another change: apply this one to it
 		case errors.Is(err, zk.ErrNoNode):
@@ -273,6 +291,38 @@ func (c *Client) SetJobEnabled(ctx context.Context, name string, enabled bool) e
 			return fmt.Errorf("%s: %w", step, err)
 		}
 	}
+}
+
+// setJob writes data, signed, as the definition of job name (its node's czxid given) at
+// version: the definition and its signature in one multi. It returns the error of the
+// definition's write (zk.ErrBadVersion, zk.ErrNoNode...), or ErrNoSigner.
+func (c *Client) setJob(name string, czxid int64, data []byte, version int32) error {
+	signer := c.s.Signer()
+	if signer == nil {
+		return ErrNoSigner
+	}
+	rec, err := signer.Sign(JobDomain, czxid, data)
+	if err != nil {
+		return err
+	}
+	sp := c.l.JobSig(name)
+	set := &zk.SetDataRequest{Path: c.l.Job(name), Data: data, Version: version}
+	conn := c.s.Conn()
+	sigOps := []any{&zk.SetDataRequest{Path: sp, Data: rec, Version: -1}, &zk.CreateRequest{Path: sp, Data: rec, Acl: c.s.ACLFor(sp)}}
+	for try := 0; ; try++ {
+		i, err := multiErr(conn.Multi(set, sigOps[try%2]))
+		// A job signed by nothing yet has no sig node, or it came meanwhile: the other op.
+		if i == 1 && (errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrNodeExists)) && try < 4 {
+			continue
+		}
+		return err
+	}
+}
+
+// verifyJob checks that data, the definition of job name read from its node of czxid,
+// is signed by a key trusted for jobs.
+func (c *Client) verifyJob(ctx context.Context, name string, czxid int64, data []byte) error {
+	return c.verifyNode(ctx, c.l.JobSig(name), czxid, data, VerifyJob)
 }
 
 // deleteBatch is how many fire records one multi of DeleteJob deletes.
@@ -370,18 +420,24 @@ func (c *Client) deleteFires(ctx context.Context, job string, names []string) er
 }
 
 // RunNow submits a run of the job now, whether it is enabled or not: its task, with
-// Spec.Job naming it and no scheduled time. It returns the task's id. The master's
+// Spec.Job naming it and no scheduled time, signed with this client's key, if the
+// job's definition is signed by a key trusted for jobs. It returns the task's id. The master's
 // concurrency policy does not apply to it.
 func (c *Client) RunNow(ctx context.Context, name string) ([]string, error) {
 	if err := CheckJobName(name); err != nil {
 		return nil, err
 	}
 	step := "run job " + name
-	j, _, _, err := c.readJob(ctx, name)
+	j, st, raw, err := c.readJob(ctx, name)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, fmt.Errorf("%s: %w", step, ErrJobNotFound)
 	}
 	if err != nil {
+		return nil, fmt.Errorf("%s: %w", step, err)
+	}
+	// Its runs are signed with this client's key: only a definition a trusted key
+	// signed may be run.
+	if err := c.verifyJob(ctx, name, st.Czxid, raw); err != nil {
 		return nil, fmt.Errorf("%s: %w", step, err)
 	}
 	j.Name = name

@@ -25,22 +25,27 @@ type jobCluster struct {
 	s    *coordinator.Session
 	c    *Client
 	l    Layout
+	keys *testutil.Keys
 }
 
 func newJobCluster(t *testing.T) *jobCluster {
 	t.Helper()
 	addr := testutil.StartPaddock(t, nil)
-	jc := &jobCluster{t: t, addr: addr, l: DefaultLayout}
+	jc := &jobCluster{t: t, addr: addr, l: DefaultLayout, keys: testutil.NewKeys(t)}
 	jc.s = jc.connect(coordinator.Config{})
 	jc.c = NewClient(jc.s, jc.l)
 	return jc
 }
 
-// connect opens a session with cfg (its servers and timeout set here), closed when
-// the test ends.
+// connect opens a session with cfg (its servers and timeout set here, its signer the
+// submitter's key unless it has one, and the keys' trust), closed when the test ends.
 func (jc *jobCluster) connect(cfg coordinator.Config) *coordinator.Session {
 	jc.t.Helper()
 	cfg.Servers, cfg.SessionTimeout = []string{jc.addr}, 4*time.Second
+	if cfg.Signer == nil {
+		cfg.Signer = jc.keys.Signer(coordinator.RoleSubmitter)
+	}
+	cfg.Trust = jc.keys.Trust()
 	s, err := coordinator.Connect(jobCtx(jc.t), cfg)
 	if err != nil {
 		jc.t.Fatal(err)
@@ -624,7 +629,7 @@ func TestJobsUnderRoleACLs(t *testing.T) {
 	policy := coordinator.NewPolicy(parsed, jc.l.ACLRules())
 	as := func(role string) *coordinator.Session {
 		return jc.connect(coordinator.Config{Auth: []coordinator.Auth{{Scheme: "digest", Credentials: role + ":pw-" + role}},
-			Policy: policy})
+			Policy: policy, Signer: jc.keys.Signer(role)})
 	}
 	sub, master, worker := as(coordinator.RoleSubmitter), as(coordinator.RoleMaster), as(coordinator.RoleWorker)
 	sc, wc := NewClient(sub, jc.l), NewClient(worker, jc.l)

@@ -137,8 +137,9 @@ func findCycle(nodes []DAGNode, index map[string]int) []string {
 }
 
 // SubmitDAG checks the DAG and creates all its tasks in one multi — all of them or none —
-// and returns their ids by name. Each task waits, on the master, for the tasks it names
-// to end done (Spec.After); the DAG's id is a new token, shared by its tasks.
+// then signs them all in a second, and returns their ids by name. Each task waits, on
+// the master, for the tasks it names to end done (Spec.After); the DAG's id is a new
+// token, shared by its tasks.
 func (c *Client) SubmitDAG(ctx context.Context, nodes []DAGNode) (map[string]string, error) {
 	order, err := CheckDAG(nodes)
 	if err != nil {
@@ -169,10 +170,14 @@ func (c *Client) SubmitDAG(ctx context.Context, nodes []DAGNode) (map[string]str
 }
 
 // submitAll creates the tasks of specs, each with its own token, in one multi — all of
-// them or none — and returns their ids in order. A multi whose answer is lost is found
-// by its tokens, as Submit does.
+// them or none — signs them in another, and returns their ids in order. A multi whose
+// answer is lost is found by its tokens, as Submit does.
 func (c *Client) submitAll(ctx context.Context, specs []Spec) ([]string, error) {
+	if c.s.Signer() == nil {
+		return nil, ErrNoSigner
+	}
 	ops := make([]any, len(specs))
+	datas := make([][]byte, len(specs))
 	tokens := make(map[string]int, len(specs))
 	for i, spec := range specs {
 		data, err := json.Marshal(spec)
@@ -181,6 +186,7 @@ func (c *Client) submitAll(ctx context.Context, specs []Spec) ([]string, error) 
 		}
 		ops[i] = &zk.CreateRequest{Path: c.l.Task(taskPrefix), Data: data, Flags: zk.FlagSequence,
 			Acl: c.s.ACLFor(c.l.Task(taskPrefix))}
+		datas[i] = data
 		tokens[spec.Token] = i
 	}
 	if err := c.s.MakeDirs(ctx, c.l.Tasks()); err != nil {
@@ -202,7 +208,7 @@ func (c *Client) submitAll(ctx context.Context, specs []Spec) ([]string, error) 
 			for i, r := range res {
 				ids[i] = path.Base(r.String)
 			}
-			return ids, nil
+			return c.signAll(ctx, ids, datas)
 		}
 		if !coordinator.IsConnLoss(err) || coordinator.WriteNotSent(err) {
 			if err := c.s.WaitToRetry(ctx, err); err != nil {
@@ -217,9 +223,18 @@ func (c *Client) submitAll(ctx context.Context, specs []Spec) ([]string, error) 
 			return nil, err
 		}
 		if len(ids) == len(specs) {
-			return ids, nil
+			return c.signAll(ctx, ids, datas)
 		}
 	}
+}
+
+// signAll signs the tasks of ids, just created with datas, in one multi; it returns ids,
+// with the error if they could not be signed.
+func (c *Client) signAll(ctx context.Context, ids []string, datas [][]byte) ([]string, error) {
+	if _, err := c.signSubmitted(ctx, ids, datas); err != nil {
+		return ids, err
+	}
+	return ids, nil
 }
 
 // idsByToken finds the tasks numbered from on whose tokens are keys of tokens, and

@@ -25,10 +25,16 @@
 //	                                            skipped; created in the multi that submits its task
 //	/jobs/<job>/shards              persistent  by the master: a sharded job's ShardPlan (worker → items)
 //
+//	/tasks/task-<seq>/sig           persistent  by its author, after the spec: the spec's signature
+//	/jobs/<job>/sig                 persistent  by its author: the definition's signature (sign.go)
+//
 // With role ACLs (the services' roles key; on by default under paddock up) each node
 // gets the ACL Layout.ACLRules gives its path: only submitters, the console and the
-// master create tasks, only the master assigns, and a worker runs a task only if no
-// identity outside the roles could have written it (docs/security.md has the table).
+// master create tasks, only the master assigns (docs/security.md has the table). What
+// runs is trusted by signature, not by ACL: a worker runs a task, and the master
+// assigns it, only if its spec's signature verifies against a key trusted for
+// submitting; the master fires only jobs whose definition's signature verifies, and
+// signs the tasks it creates for them (sign.go).
 //
 // A task's state follows from those nodes: a status node holds its end (done, failed or
 // cancelled); otherwise an assignment makes it assigned, or running once the worker has

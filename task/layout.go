@@ -57,6 +57,12 @@ func (l Layout) Fires(job string) string             { return l.join("jobs", job
 func (l Layout) Fire(job, fire string) string        { return l.join("jobs", job, firesName, fire) }
 func (l Layout) Shards(job string) string            { return l.join("jobs", job, ShardsNode) }
 
+// Dirs are the cluster's persistent top nodes, each made by whichever party needs it
+// first: whoever makes them all at start (paddock up) leaves none for another to make.
+func (l Layout) Dirs() []string {
+	return []string{l.Tasks(), l.Workers(), l.Assign(), l.Jobs(), l.Drains(), l.Clock()}
+}
+
 const (
 	taskPrefix    = "task-"
 	statusName    = "status"
@@ -105,6 +111,7 @@ func seqOf(id string) int64 {
 type Children struct {
 	Status   bool
 	Cancel   bool
+	Sig      bool  // the spec's signature is there
 	Failures []int // numbers of the failed runs (attempt-<n>)
 	Lost     []int // numbers of the runs whose worker was lost (lost-<n>)
 }
@@ -122,6 +129,8 @@ func ParseChildren(names []string) Children {
 			c.Status = true
 		case name == cancelName:
 			c.Cancel = true
+		case name == sigName:
+			c.Sig = true
 		case strings.HasPrefix(name, attemptPrefix):
 			if n, err := strconv.Atoi(name[len(attemptPrefix):]); err == nil {
 				c.Failures = append(c.Failures, n)

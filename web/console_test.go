@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -41,9 +40,10 @@ func testConfig(t *testing.T, addr string) Config {
 
 type fixture struct {
 	console *Console
-	session *coordinator.Session
+	session *coordinator.Session // signs as the console, with keys
 	conn    *zk.Conn
 	url     string
+	keys    *testutil.Keys
 }
 
 // startConsole starts a paddock server, a session on it and a console served by
@@ -57,24 +57,7 @@ func startConsole(t *testing.T) *fixture {
 // httptest, its config adjusted by configure if not nil.
 func startConsoleOn(t *testing.T, addr string, configure func(*Config)) *fixture {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := coordinator.Connect(ctx, coordinator.Config{Servers: []string{addr}, SessionTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	cfg := testConfig(t, addr)
-	if configure != nil {
-		configure(&cfg)
-	}
-	c, err := New(cfg, s, testutil.TestLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(c.Handler())
-	t.Cleanup(srv.Close)
-	return &fixture{console: c, session: s, conn: s.Conn(), url: srv.URL}
+	return startConsoleAs(t, addr, coordinator.Config{}, configure)
 }
 
 // client is a browser-like client: a cookie jar, no redirects followed.

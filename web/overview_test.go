@@ -166,7 +166,9 @@ func startEnsembleConsole(t *testing.T) (*testutil.Ensemble, *fixture) {
 	admin := e.Server(0).AdminAddr().String()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := coordinator.Connect(ctx, coordinator.Config{Servers: e.Addrs(), SessionTimeout: 10 * time.Second})
+	keys := testutil.NewKeys(t)
+	s, err := coordinator.Connect(ctx, coordinator.Config{Servers: e.Addrs(), SessionTimeout: 10 * time.Second,
+		Signer: keys.Signer(coordinator.RoleConsole), Trust: keys.Trust()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +181,7 @@ func startEnsembleConsole(t *testing.T) (*testutil.Ensemble, *fixture) {
 	}
 	srv := httptest.NewServer(c.Handler())
 	t.Cleanup(srv.Close)
-	return e, &fixture{console: c, session: s, conn: s.Conn(), url: srv.URL}
+	return e, &fixture{console: c, session: s, conn: s.Conn(), url: srv.URL, keys: keys}
 }
 
 func getOverview(t *testing.T, cl *client) OverviewView {

@@ -209,7 +209,11 @@ func (c *Console) doRetry(g *gin.Context, id string) (string, error) {
 	if !t.State.Ended() {
 		return "", fmt.Errorf("%w: %s is %s: cancel it or let it end before retrying", errNotEnded, id, t.State)
 	}
-	spec := t.Spec
+	// The console signs the new task: it must not vouch for a spec no trusted key signed.
+	spec, err := c.taskClient().SignedSpec(g.Request.Context(), id)
+	if err != nil {
+		return "", badRequest("retry of %s refused: %v", id, err)
+	}
 	spec.Submitted, spec.Token = time.Time{}, "" // a new submission
 	return c.doSubmit(g, spec, "retry of "+id)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -454,5 +455,44 @@ func TestWorkersStale(t *testing.T) {
 	}
 	if r := viewer.do("GET", "/workers", nil); !strings.Contains(r.body, "state-stale") {
 		t.Errorf("the workers page does not mark stuck stale:\n%s", r.body)
+	}
+}
+
+// TestRetryOnlySigned: the console signs what it submits with its own key, so it
+// retries only a task whose spec a trusted key signed: retrying a task written
+// without a signature (or changed since it was signed) is refused, 400 naming why, and
+// creates nothing; a task the console submits carries the console's signature.
+func TestRetryOnlySigned(t *testing.T) {
+	f := startConsole(t)
+	ctx := testCtx(t)
+	l := task.DefaultLayout
+	if err := f.session.MakeDirs(ctx, l.Tasks()); err != nil {
+		t.Fatal(err)
+	}
+	forged, err := f.conn.Create(l.Task("task-"), []byte(`{"command":"sh","args":["-c","touch /tmp/pwned"]}`), zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := path.Base(forged)
+	endTask(t, f, id, task.Status{State: task.Failed, ExitCode: -1, Finished: time.Now()})
+	op := f.login(t, "olga")
+	r := op.do("POST", "/api/v1/tasks/"+id+"/retry", nil)
+	expect(t, r, http.StatusBadRequest, "retry of a forged task")
+	if e, _ := r.json["error"].(string); !strings.Contains(e, "not signed by a trusted submitter") {
+		t.Errorf("refusal %q does not say why", e)
+	}
+	if n := taskCount(t, f); n != 1 {
+		t.Errorf("%d tasks after the refused retry, want 1", n)
+	}
+	r = op.do("POST", "/api/v1/tasks", map[string]any{"command": "/bin/true"})
+	expect(t, r, http.StatusCreated, "submit")
+	newID, _ := r.json["id"].(string)
+	data, st, err := f.conn.Get(l.Task(newID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, _ := task.ReadSig(f.conn, l.TaskSig(newID))
+	if signed, err := task.VerifySpec(f.keys.Trust(), st.Czxid, data, sig); err != nil || signed.Role != "console" {
+		t.Errorf("the console's task: %+v, %v; want the console's signature", signed, err)
 	}
 }

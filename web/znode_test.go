@@ -19,12 +19,14 @@ import (
 )
 
 // startConsoleAs starts a console on the server at addr whose session is cc (its
-// servers set to addr).
+// servers set to addr, signing with the console's key of new keys, which it trusts).
 func startConsoleAs(t *testing.T, addr string, cc coordinator.Config, configure func(*Config)) *fixture {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	keys := testutil.NewKeys(t)
 	cc.Servers, cc.SessionTimeout = []string{addr}, 10*time.Second
+	cc.Signer, cc.Trust = keys.Signer(coordinator.RoleConsole), keys.Trust()
 	s, err := coordinator.Connect(ctx, cc)
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +42,7 @@ func startConsoleAs(t *testing.T, addr string, cc coordinator.Config, configure 
 	}
 	srv := httptest.NewServer(c.Handler())
 	t.Cleanup(srv.Close)
-	return &fixture{console: c, session: s, conn: s.Conn(), url: srv.URL}
+	return &fixture{console: c, session: s, conn: s.Conn(), url: srv.URL, keys: keys}
 }
 
 // zkAs connects a plain client to addr with digest credentials user:password.

@@ -100,6 +100,14 @@ func (c Config) Validate() error {
 	if c.HeartbeatInterval < 100*time.Millisecond {
 		bad("heartbeat_interval", c.HeartbeatInterval, "want 100ms or more")
 	}
+	if err := c.Access.CheckVerifier(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.SigningKey != "" {
+		// A worker's credentials are on every worker host: none of them may author what
+		// a worker runs.
+		bad("signing_key", c.SigningKey, "a worker signs nothing and must hold no key that can sign tasks: leave it out")
+	}
 	return errors.Join(errs...)
 }
 

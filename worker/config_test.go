@@ -9,9 +9,9 @@ import (
 
 func TestConfigValidate(t *testing.T) {
 	valid := DefaultConfig()
-	valid.ID = "w1"
+	valid.ID, valid.SignersFile = "w1", "signers"
 	if err := valid.Validate(); err != nil {
-		t.Fatalf("default config with an id: %v", err)
+		t.Fatalf("default config with an id and signers: %v", err)
 	}
 	tests := []struct {
 		name   string
@@ -32,6 +32,8 @@ func TestConfigValidate(t *testing.T) {
 		{"negative grace", func(c *Config) { c.KillGrace = -time.Second }, "kill_grace = -1s: want 0 or more"},
 		{"negative stop grace", func(c *Config) { c.StopGrace = -time.Second }, "stop_grace = -1s: want 0 or more"},
 		{"NUL in output dir", func(c *Config) { c.OutputDir = "a\x00b" }, `output_dir = "a\x00b": contains a NUL byte`},
+		{"no signers", func(c *Config) { c.SignersFile = "" }, `signers_file = "": this service runs only tasks and jobs a trusted key signed`},
+		{"a signing key", func(c *Config) { c.SigningKey = "worker.key" }, "signing_key = worker.key: a worker signs nothing"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,7 +62,7 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 		k, _, _ := strings.Cut(l, " = ")
 		keys = append(keys, k)
 	}
-	want := []string{"zk", "session_timeout", "id", "capacity", "labels", "labels", "heartbeat_interval"}
+	want := []string{"zk", "session_timeout", "id", "capacity", "labels", "labels", "heartbeat_interval", "signers_file"}
 	if strings.Join(keys, " ") != strings.Join(want, " ") {
 		t.Fatalf("errors name %v; want %v:\n%v", keys, want, err)
 	}

@@ -23,6 +23,14 @@
 // it reads the task's spec and sets the assignment's Started, at the version it read:
 // if the assignment changed or went meanwhile, it is not run.
 //
+// # Trust
+//
+// A worker runs a task only if the spec's signature (its sig child, task/sign.go)
+// verifies against a key its signers_file (or tls_ca and roles) trusts for submitting,
+// over the spec node's own czxid and the very bytes it then decodes and runs; otherwise
+// the run fails at once, "task not signed by a trusted submitter, not run", whatever the
+// node's ACL. A worker holds no signing key (signing_key is refused).
+//
 // # Runs
 //
 //	command     spec.Command with spec.Args, in spec.Dir, stdin /dev/null, in a process

@@ -36,23 +36,27 @@ const (
 type cluster struct {
 	t      *testing.T
 	addr   string
-	sess   *coordinator.Session
+	sess   *coordinator.Session // signs as a submitter
 	client *task.Client
 	layout task.Layout
+	keys   *testutil.Keys
 }
 
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	addr := testutil.StartPaddock(t, func(c *server.Config) { c.TickTime = testTick })
-	sess := connect(t, addr)
-	return &cluster{t: t, addr: addr, sess: sess, client: task.NewClient(sess, task.DefaultLayout), layout: task.DefaultLayout}
+	keys := testutil.NewKeys(t)
+	sess := connect(t, addr, keys)
+	return &cluster{t: t, addr: addr, sess: sess, client: task.NewClient(sess, task.DefaultLayout), layout: task.DefaultLayout, keys: keys}
 }
 
-// connect opens a session to addr, closed when the test ends.
-func connect(t *testing.T, addr string) *coordinator.Session {
+// connect opens a session to addr, signing with the submitter's key of keys, closed
+// when the test ends.
+func connect(t *testing.T, addr string, keys *testutil.Keys) *coordinator.Session {
 	t.Helper()
 	sess, err := coordinator.Connect(ctxT(t), coordinator.Config{
 		Servers: []string{addr}, SessionTimeout: testSessionTimeout, Logger: testutil.TestLogger(),
+		Signer: keys.Signer(coordinator.RoleSubmitter), Trust: keys.Trust(),
 	})
 	if err != nil {
 		t.Fatalf("connect to %s: %v", addr, err)
@@ -72,7 +76,14 @@ func (c *cluster) config(id string) Config {
 	cfg.OutputDir = c.t.TempDir()
 	cfg.KillGrace = 200 * time.Millisecond
 	cfg.StopGrace = 0 // a stop hands running tasks back at once
+	cfg.SignersFile = c.keys.SignersFile
 	return cfg
+}
+
+// sign signs the task node at p, holding data, with role's key, as its author would.
+func (c *cluster) sign(p string, data []byte, role string) {
+	c.t.Helper()
+	testutil.SignNode(c.t, c.sess.Conn(), p, task.SpecDomain, data, c.keys.Signer(role))
 }
 
 // running is a worker under test.
@@ -210,7 +221,7 @@ func (c *cluster) children(id string) []string {
 	if err != nil {
 		c.t.Fatalf("children of %s: %v", id, err)
 	}
-	return names
+	return slices.DeleteFunc(names, func(n string) bool { return n == "sig" }) // its author's, not a run's
 }
 
 // shell is a spec running script with sh -c, with env.

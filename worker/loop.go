@@ -420,23 +420,19 @@ func (l *loop) claim(name string) (*job, error) {
 }
 
 // readSpec reads the task's spec: err if it cannot be read (zk.ErrNoNode if there is no
-// task), specErr if it is not a valid spec.
+// task), specErr if it is not a valid spec or not signed by a key trusted for
+// submitting (task.VerifySpec). What runs is decoded from the very bytes verified.
 func (l *loop) readSpec(id string) (spec task.Spec, specErr, err error) {
-	// With role ACLs, a task is run only if no one outside the platform's roles could
-	// have written it: a submitter that made it writable by all would let anyone
-	// change the command between submission and run.
-	if p := l.sess.Policy(); p != nil {
-		acl, _, err := l.conn.GetACL(l.w.layout.Task(id))
-		if err != nil {
-			return spec, nil, fmt.Errorf("read spec's acl: %w", err)
-		}
-		if err := p.CheckTrusted(acl); err != nil {
-			return spec, fmt.Errorf("task node not protected, not run: %w", err), nil
-		}
-	}
-	data, _, err := l.conn.Get(l.w.layout.Task(id))
+	data, st, err := l.conn.Get(l.w.layout.Task(id))
 	if err != nil {
 		return spec, nil, fmt.Errorf("read spec: %w", err)
+	}
+	sig, err := task.ReadSig(l.conn, l.w.layout.TaskSig(id))
+	if err != nil {
+		return spec, nil, fmt.Errorf("read spec's signature: %w", err)
+	}
+	if _, err := task.VerifySpec(l.sess.Trust(), st.Czxid, data, sig); err != nil {
+		return spec, err, nil
 	}
 	if err := json.Unmarshal(data, &spec); err != nil {
 		return spec, fmt.Errorf("spec: %w", err), nil

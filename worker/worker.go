@@ -126,8 +126,11 @@ func (w *Worker) connect(ctx context.Context) (*coordinator.Session, error) {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 	cc.Dialer = w.dialer
+	if cc.Trust.Empty() {
+		return nil, fmt.Errorf("worker: signers_file = %s: it lists no key, and no tls_ca is given: no task could run", w.cfg.SignersFile)
+	}
 	if cc.Policy == nil {
-		w.logger.Warn("no roles configured: this worker runs the command of any task a client that can reach the servers writes; set roles (or roles_file) and auth (docs/security.md)")
+		w.logger.Warn("no roles configured: the nodes this worker creates are open to all clients; set roles (or roles_file) and auth (docs/security.md)")
 	}
 	sess, err := coordinator.Connect(ctx, cc)
 	if err != nil {

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +16,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/paddock/paddock/coordinator"
 	"github.com/paddock/paddock/internal/testutil"
+	"github.com/paddock/paddock/provenance"
 	"github.com/paddock/paddock/task"
 )
 
@@ -490,7 +493,7 @@ func TestSessionExpiryKillsTasks(t *testing.T) {
 func TestRegistrationWaitsForOldSession(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	old := connect(t, c.addr)
+	old := connect(t, c.addr, c.keys)
 	if err := old.MakeDirs(ctxT(t), c.layout.Workers()); err != nil {
 		t.Fatal(err)
 	}
@@ -536,10 +539,12 @@ func TestBadSpecFailsForGood(t *testing.T) {
 	if err := c.sess.MakeDirs(ctxT(t), c.layout.Tasks()); err != nil {
 		t.Fatal(err)
 	}
-	p, err := c.sess.Conn().Create(c.layout.Task("task-"), []byte(`{"command":"","retries":5}`), zk.FlagSequence, c.sess.ACL())
+	spec := []byte(`{"command":"","retries":5}`)
+	p, err := c.sess.Conn().Create(c.layout.Task("task-"), spec, zk.FlagSequence, c.sess.ACL())
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.sign(p, spec, coordinator.RoleSubmitter)
 	id := filepath.Base(p)
 	c.assign("w1", id, task.Assignment{Session: c.session("w1")})
 	st := c.status(id)
@@ -599,4 +604,112 @@ func TestHeartbeat(t *testing.T) {
 		return err == nil && st.Mtime > first && json.Unmarshal(data, &info) == nil &&
 			time.Duration(info.Heartbeat) == 100*time.Millisecond
 	}, "the registration rewritten with its heartbeat interval")
+}
+
+// TestRunsOnlySignedTasks: a worker runs a task only if its spec's signature verifies
+// against a key trusted for submitting, whatever the task node's ACL: an unsigned task,
+// one signed by a worker's key or by a key the signers file does not list, one whose
+// spec or signature changed after signing, one carrying another task's signature, and
+// one re-created under the same name with its old data and signature all fail with the
+// reason and never run; a signed task open to all runs.
+func TestRunsOnlySignedTasks(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	cfg := c.config("w1")
+	cfg.Capacity = 8
+	c.start(cfg)
+	conn := c.sess.Conn()
+	marker := t.TempDir()
+	spec := func(name string) []byte {
+		data, _ := json.Marshal(task.Spec{Command: "touch", Args: []string{filepath.Join(marker, name)}})
+		return data
+	}
+	open := zk.WorldACL(zk.PermAll)
+	// create makes a task node open to all holding data, signed by role ("" for none).
+	create := func(data []byte, role string) string {
+		t.Helper()
+		if err := c.sess.MakeDirs(ctxT(t), c.layout.Tasks()); err != nil {
+			t.Fatal(err)
+		}
+		p, err := conn.Create(c.layout.Task("task-"), data, zk.FlagSequence, open)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if role != "" {
+			c.sign(p, data, role)
+		}
+		return filepath.Base(p)
+	}
+	sigOf := func(id string) []byte {
+		sig, _, err := conn.Get(c.layout.TaskSig(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sig
+	}
+	forged := map[string]string{} // name -> task id
+	forged["unsigned"] = create(spec("unsigned"), "")
+	forged["worker-signed"] = create(spec("worker-signed"), coordinator.RoleWorker)
+	stranger := create(spec("unlisted-key"), "")
+	_, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.SignNode(t, conn, c.layout.Task(stranger), task.SpecDomain, spec("unlisted-key"), provenance.NewKeySigner(priv))
+	forged["unlisted-key"] = stranger
+	altered := create(spec("altered-spec"), coordinator.RoleSubmitter)
+	if _, err := conn.Set(c.layout.Task(altered), spec("altered-spec-changed"), -1); err != nil {
+		t.Fatal(err)
+	}
+	forged["altered-spec"] = altered
+	badSig := create(spec("altered-sig"), coordinator.RoleSubmitter)
+	s := sigOf(badSig)
+	s[len(s)/2] ^= 1
+	if _, err := conn.Set(c.layout.TaskSig(badSig), s, -1); err != nil {
+		t.Fatal(err)
+	}
+	forged["altered-sig"] = badSig
+	donor := create(spec("replayed"), coordinator.RoleSubmitter)
+	replayed := create(spec("replayed"), "")
+	if _, err := conn.Create(c.layout.TaskSig(replayed), sigOf(donor), 0, open); err != nil {
+		t.Fatal(err)
+	}
+	forged["replayed"] = replayed
+	again := create(spec("recreated"), coordinator.RoleSubmitter)
+	oldSig := sigOf(again)
+	if err := conn.Delete(c.layout.TaskSig(again), -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Delete(c.layout.Task(again), -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Create(c.layout.Task(again), spec("recreated"), 0, open); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Create(c.layout.TaskSig(again), oldSig, 0, open); err != nil {
+		t.Fatal(err)
+	}
+	forged["recreated"] = again
+	good := create(spec("good"), coordinator.RoleSubmitter)
+
+	w1 := c.session("w1")
+	for _, id := range forged {
+		c.assign("w1", id, task.Assignment{Session: w1})
+	}
+	c.assign("w1", good, task.Assignment{Session: w1})
+	for name, id := range forged {
+		st := c.status(id)
+		if st.State != task.Failed || !strings.Contains(st.Error, "task not signed by a trusted submitter, not run") {
+			t.Errorf("%s (%s): %+v; want failed, not signed by a trusted submitter", name, id, st)
+		}
+		if _, err := os.Stat(filepath.Join(marker, name)); err == nil {
+			t.Errorf("%s ran", name)
+		}
+	}
+	if st := c.status(good); st.State != task.Done {
+		t.Errorf("a signed task open to all: %+v, want done", st)
+	}
+	if _, err := os.Stat(filepath.Join(marker, "good")); err != nil {
+		t.Errorf("the signed task did not run: %v", err)
+	}
 }

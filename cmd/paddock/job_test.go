@@ -9,18 +9,37 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/paddock/paddock/internal/testutil"
 	"github.com/paddock/paddock/task"
 )
 
-// jobRun runs paddock job --zk addr ARGS and returns its exit code, stdout and stderr.
+// jobRun runs paddock job --zk addr ARGS, signing as a submitter with the test's keys
+// (keyArgs), and returns its exit code, stdout and stderr.
 func jobRun(t *testing.T, addr string, args ...string) (int, string, string) {
 	t.Helper()
-	return run(t, append([]string{"job", "--zk", addr}, args...)...)
+	return run(t, append(append([]string{"job", "--zk", addr}, keyArgs(t)...), args...)...)
+}
+
+// testKeys are the signing keys of each test that asks for them, made on first use.
+var testKeys sync.Map // *testing.T -> *testutil.Keys
+
+// keyArgs are the flags that make a CLI sign as a submitter with the test's keys and
+// trust them: --signing-key and --signers-file.
+func keyArgs(t *testing.T) []string {
+	t.Helper()
+	k, ok := testKeys.Load(t)
+	if !ok {
+		k, _ = testKeys.LoadOrStore(t, testutil.NewKeys(t))
+		t.Cleanup(func() { testKeys.Delete(t) })
+	}
+	keys := k.(*testutil.Keys)
+	return []string{"--signing-key", keys.KeyFile("submitter"), "--signers-file", keys.SignersFile}
 }
 
 // jobOK runs paddock job and fails the test unless it exits 0.
@@ -234,7 +253,7 @@ func TestJobCLIFile(t *testing.T) {
 		t.Errorf("missing file: exit %d, %q", code, stderr)
 	}
 	// stdin
-	cmd := command("job", "--zk", addr, "create", "piped", "--file", "-")
+	cmd := command(append(append([]string{"job", "--zk", addr}, keyArgs(t)...), "create", "piped", "--file", "-")...)
 	cmd.Stdin = strings.NewReader(`{"task": {"command": "x"}}`)
 	if out, err := cmd.CombinedOutput(); err != nil || string(out) != "piped created\n" {
 		t.Errorf("--file -: %v, %q", err, out)

@@ -29,6 +29,7 @@ PADDOCK_MASTER_* environment variables (PADDOCK_MASTER_ZK), then the flags below
 	f.String("root", def.Root, "`path` the cluster's nodes live under")
 	f.Duration("session-timeout", def.SessionTimeout, "ZooKeeper session timeout: a backup takes over about this long after the active master dies")
 	f.String("metrics-addr", def.MetricsAddr, "`host:port` to serve /metrics on; empty for none")
+	f.Duration("sign-grace", def.SignGrace, "how long a task may stay unsigned after its creation (by the servers' clock) before it is ended failed, unrun")
 	return cmd
 }
 

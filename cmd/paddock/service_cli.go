@@ -1,8 +1,10 @@
 package main
 
 import (
+	"slices"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -75,14 +77,28 @@ func addAccessFlags(pf *pflag.FlagSet, a *coordinator.Access) {
 	pf.StringVar(&a.TLSKey, "tls-key", "", "PEM `file` of the client certificate's key")
 	pf.StringArrayVar(&a.Roles, "roles", nil, "the platform's identities, `role=scheme:id` (repeatable): the nodes created get the role ACLs of docs/security.md")
 	pf.StringVar(&a.RolesFile, "roles-file", "", "`file` of role=scheme:id lines, as --roles (paddock up writes <data-dir>/credentials/roles)")
+	pf.StringVar(&a.SigningKey, "signing-key", "", "Ed25519 key `file` (PKCS#8 PEM, mode 0600) to sign the tasks and jobs created with (paddock up writes <data-dir>/credentials/<role>.key)")
+	pf.StringVar(&a.SignersFile, "signers-file", "", "`file` of role=ed25519:<key> lines: whose signatures to trust (paddock up writes <data-dir>/credentials/signers)")
 }
 
-// platformRules returns the ACL rules of every service's nodes under root, and of the
-// console's audit log at auditRoot.
+// platformRules returns the ACL rules of the root znode and the quotas (rootRules),
+// every service's nodes under root, and the console's audit log at auditRoot.
 func platformRules(root, auditRoot string) []coordinator.Rule {
 	wc := web.DefaultConfig()
 	wc.Root, wc.AuditRoot = root, auditRoot
-	return wc.ACLRules()
+	return append(slices.Clone(rootRules), wc.ACLRules()...)
+}
+
+// rootRules are the ACLs of the root znode and of /zookeeper/quota on a platform: every
+// client may read the root and create top-level nodes (other applications share the
+// servers, as on any ZooKeeper, and make their own), only the admin may delete a
+// top-level node or change the root's ACL, so no one else can remove a service's root
+// and make it again open; the quotas are readable by all and set by the admin only, so
+// that no client raises its own (docs/security.md).
+var rootRules = []coordinator.Rule{
+	{Pattern: "/", World: zk.PermRead | zk.PermCreate},
+	{Pattern: "/zookeeper/quota", World: zk.PermRead},
+	{Pattern: "/zookeeper/quota/**", World: zk.PermRead},
 }
 
 // addServiceAccessFlags adds to a service's command the flags of the Access keys of
@@ -96,4 +112,6 @@ func addServiceAccessFlags(f *pflag.FlagSet) {
 	f.String("tls-key", "", "PEM `file` of the client certificate's key")
 	f.StringArray("roles", nil, "the platform's identities, `role=scheme:id` (repeatable): the nodes created get the role ACLs of docs/security.md")
 	f.String("roles-file", "", "`file` of role=scheme:id lines, as --roles")
+	f.String("signing-key", "", "Ed25519 key `file` (PKCS#8 PEM, mode 0600) to sign the tasks and jobs this service creates")
+	f.String("signers-file", "", "`file` of role=ed25519:<key> lines: whose signatures to trust")
 }

@@ -13,11 +13,12 @@ import (
 // why the task waits.
 func TestTaskSubmitSelector(t *testing.T) {
 	addr := startZKPaddock(t)
-	code, out, stderr := run(t, "task", "--zk", addr, "submit", "--selector", "os=linux,os=mac", "--", "true")
+	keys := keyArgs(t)
+	code, out, stderr := run(t, append(append([]string{"task", "--zk", addr}, keys...), "submit", "--selector", "os=linux,os=mac", "--", "true")...)
 	if code != 2 || !strings.Contains(stderr, `--selector: selector entry "os=mac": key os given twice`) || out != "" {
 		t.Errorf("a duplicate key: exit %d, stdout %q, stderr %q; want 2 naming --selector", code, out, stderr)
 	}
-	code, out, stderr = run(t, "task", "--zk", addr, "submit", "--selector", " gpu=true, os=linux", "--", "true")
+	code, out, stderr = run(t, append(append([]string{"task", "--zk", addr}, keys...), "submit", "--selector", " gpu=true, os=linux", "--", "true")...)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	id := lines[len(lines)-1]
 	if code != 0 || task.CheckID(id) != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -21,7 +22,10 @@ import (
 	"github.com/paddock/paddock/coordinator"
 	"github.com/paddock/paddock/logcollector"
 	"github.com/paddock/paddock/master"
+	"github.com/paddock/paddock/replicator"
 	"github.com/paddock/paddock/server"
+	"github.com/paddock/paddock/server/datatree"
+	"github.com/paddock/paddock/task"
 	"github.com/paddock/paddock/web"
 	"github.com/paddock/paddock/worker"
 )
@@ -376,17 +380,41 @@ func connectAdmin(ctx context.Context, addr string, plat platform) (*coordinator
 	return coordinator.Connect(ctx, cc)
 }
 
-// upRoots are the nodes under which paddock up's services keep their data.
-var upRoots = []string{"/tasks", "/master", "/workers", "/assign", "/mysql_replicator", "/logs", "/paddock"}
+// upDirs are the persistent nodes at the top of paddock up's services (the task
+// cluster's under /, the replication bus's, the log collection's, the console's): made
+// at start when missing, so that no one else makes them first, and given their role
+// ACLs. The master's election node, /master, is ephemeral: it is migrated if found.
+func upDirs() []string {
+	tl, _ := task.NewLayout("/")
+	rl, _ := replicator.NewLayout("/")
+	ll, _ := logcollector.NewLayout("/")
+	return append(tl.Dirs(), rl.Root(), ll.Root(), path.Dir(web.DefaultConfig().AuditRoot))
+}
 
-// migrateUp gives the nodes an older paddock made open to all their role ACLs.
+// migrateUp protects what paddock up's platform stands on, on every start: the root
+// znode (rootRules), every service's top nodes (made if missing) and /zookeeper/quota get
+// their role ACLs, and so does every node under them that an older paddock made open to
+// all. Nodes already protected are left as they are.
 func migrateUp(ctx context.Context, addr string, plat platform, logger *slog.Logger) error {
 	s, err := connectAdmin(ctx, addr, plat)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	n, err := s.MigrateACLs(ctx, upRoots...)
+	root, err := s.MigrateACL(ctx, "/")
+	if err != nil {
+		return err
+	}
+	if root {
+		logger.Info("gave the root znode its acl: only the admin deletes top-level nodes")
+	}
+	dirs := upDirs()
+	for _, d := range dirs {
+		if err := s.MakeDirs(ctx, d); err != nil {
+			return err
+		}
+	}
+	n, err := s.MigrateACLs(ctx, append(dirs, task.DefaultLayout.Master(), datatree.QuotaPath)...)
 	if n > 0 {
 		logger.Info("gave nodes open to all their role acls", "nodes", n)
 	}

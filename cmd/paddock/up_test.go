@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/paddock/paddock/coordinator"
 	"github.com/paddock/paddock/internal/testutil"
 )
@@ -120,11 +122,37 @@ func TestUpCredentials(t *testing.T) {
 	if !strings.HasPrefix(p1.superDigest, "admin:") {
 		t.Errorf("super digest %q", p1.superDigest)
 	}
-	for _, role := range append(coordinator.KnownRoles, "roles") {
-		fi, err := os.Stat(filepath.Join(dir, "credentials", role))
+	files := append(coordinator.KnownRoles, "roles", "signers")
+	for _, role := range signingRoles {
+		files = append(files, role+".key")
+	}
+	for _, name := range files {
+		fi, err := os.Stat(filepath.Join(dir, "credentials", name))
 		if err != nil || fi.Mode().Perm() != 0o600 {
-			t.Errorf("%s: %v, mode %v", role, err, fi.Mode().Perm())
+			t.Errorf("%s: %v, mode %v", name, err, fi.Mode().Perm())
 		}
+	}
+	// A signing key per role that authors tasks, the same on a second start, each listed
+	// under its role; the worker gets none.
+	for _, role := range []string{coordinator.RoleWorker, coordinator.RoleReplicator, coordinator.RoleLogCollector} {
+		if _, err := os.Stat(filepath.Join(dir, "credentials", role+".key")); err == nil || p1.access(role).SigningKey != "" {
+			t.Errorf("%s has a signing key", role)
+		}
+	}
+	signers, _ := os.ReadFile(filepath.Join(dir, "credentials", "signers"))
+	cc, err := p2.access(coordinator.RoleMaster).Config([]string{"127.0.0.1:1"}, time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(signers), "master="+cc.Signer.ID()) {
+		t.Errorf("signers %q do not list the master's key %s", signers, cc.Signer.ID())
+	}
+	p3, err := platformCredentials(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(filepath.Join(dir, "credentials", "signers")); string(again) != string(signers) || p3.dir != p1.dir {
+		t.Errorf("a later start made new signing keys: %q, then %q", signers, again)
 	}
 }
 
@@ -301,5 +329,41 @@ func TestUpAdminPortInUse(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatalf("still running 20s after SIGTERM; stderr:\n%s", stderr())
+	}
+}
+
+// TestNoRoleHoldsAdmin: on every node any service or CLI creates, under any root, only
+// the admin role may change the ACL (ADMIN): no role needs it, since what a worker runs
+// and the master fires is trusted by its signature, not by its ACL. The world may read
+// and create at the root alone, read the quotas, and nothing elsewhere.
+func TestNoRoleHoldsAdmin(t *testing.T) {
+	var entries []string
+	for _, role := range coordinator.KnownRoles {
+		entries = append(entries, role+"=digest:"+coordinator.DigestID(role, "pw"))
+	}
+	roles, err := coordinator.ParseRoles(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := coordinator.DigestID(coordinator.RoleAdmin, "pw")
+	for _, root := range []string{"/", "/paddock/cluster"} {
+		rules := platformRules(root, "/paddock/audit")
+		p := coordinator.NewPolicy(roles, rules)
+		paths := []string{"/", "/elsewhere", "/a/b/c"}
+		for _, r := range rules {
+			paths = append(paths, strings.NewReplacer("**", "x/y", "*", "x").Replace(r.Pattern))
+		}
+		for _, path := range paths {
+			for _, e := range p.ACL(path) {
+				switch {
+				case e.Scheme == "world" && path == "/" && e.Perms == zk.PermRead|zk.PermCreate:
+				case e.Scheme == "world" && strings.HasPrefix(path, "/zookeeper/quota") && e.Perms == zk.PermRead:
+				case e.Scheme == "world":
+					t.Errorf("root %s: %s: the world has %v", root, path, e)
+				case e.Perms&zk.PermAdmin != 0 && e.ID != admin:
+					t.Errorf("root %s: %s: %s:%s holds ADMIN", root, path, e.Scheme, e.ID)
+				}
+			}
+		}
 	}
 }

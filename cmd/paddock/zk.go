@@ -207,7 +207,7 @@ func (z *zkCLI) connect(ctx context.Context, cmd *cobra.Command) (*zkClient, err
 	if err != nil {
 		return nil, usageError("%w", err)
 	}
-	cfg.Auth, cfg.TLS, cfg.Policy = ac.Auth, ac.TLS, ac.Policy
+	cfg.Auth, cfg.TLS, cfg.Policy, cfg.Signer, cfg.Trust = ac.Auth, ac.TLS, ac.Policy, ac.Signer, ac.Trust
 	if err := cfg.Validate(); err != nil {
 		return nil, usageError("--zk %q, --session-timeout %v: %w", z.servers, z.sessionTimeout, err)
 	}

@@ -44,4 +44,22 @@ func TestZKMigrateACLs(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "0 nodes") {
 		t.Errorf("second migrate-acls: exit %d, %q, %q", code, stdout, stderr)
 	}
+	// The root alone, not its tree: the world keeps read and create, and only the admin
+	// deletes a top-level node, so no one removes /tasks to make it again open.
+	if _, err := conn.Create("/app", nil, 0, open); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runZK(t, addr, append(roles, "migrate-acls", "/")...)
+	if code != 0 || !strings.Contains(stdout, "1 nodes") {
+		t.Fatalf("migrate-acls /: exit %d, %q, %q", code, stdout, stderr)
+	}
+	if acl, _, err := conn.GetACL("/app"); err != nil || !coordinator.OpenToWorld(acl) {
+		t.Errorf("/app after migrate-acls /: %v, %v; want it left as it was", acl, err)
+	}
+	if err := conn.Delete("/app", -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("unauthenticated delete of a top-level node: %v, want %v", err, zk.ErrNoAuth)
+	}
+	if _, err := conn.Create("/other", nil, 0, open); err != nil {
+		t.Errorf("unauthenticated create of a top-level node: %v", err)
+	}
 }

@@ -58,8 +58,9 @@ var userEntries = sync.OnceValues(func() ([]string, error) {
 // session, and one Chromium tab. Everything is closed when the test ends.
 type harness struct {
 	t       *testing.T
-	session *coordinator.Session
+	session *coordinator.Session // the console's: it signs with the console's key of keys
 	conn    *zk.Conn
+	keys    *testutil.Keys  // the platform's signing keys, trusted by the console, the master and the worker
 	addr    string          // the paddock server's client address, host:port
 	url     string          // the console's base URL, http://127.0.0.1:port
 	tab     context.Context // the chromedp context of the test's tab; no deadline
@@ -78,10 +79,11 @@ func (h *harness) startConsole() {
 	t := h.t
 	t.Helper()
 	addr := testutil.StartPaddock(t, nil)
-	h.addr = addr
+	h.addr, h.keys = addr, testutil.NewKeys(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := coordinator.Connect(ctx, coordinator.Config{Servers: []string{addr}, SessionTimeout: 10 * time.Second})
+	s, err := coordinator.Connect(ctx, coordinator.Config{Servers: []string{addr}, SessionTimeout: 10 * time.Second,
+		Signer: h.keys.Signer(coordinator.RoleConsole), Trust: h.keys.Trust()})
 	if err != nil {
 		t.Fatalf("connect to paddock at %s: %v", addr, err)
 	}
@@ -123,13 +125,14 @@ func (h *harness) startCluster() {
 	t.Helper()
 	mcfg := master.DefaultConfig()
 	mcfg.Servers, mcfg.ID = []string{h.addr}, "m1"
+	mcfg.SigningKey, mcfg.SignersFile = h.keys.KeyFile(coordinator.RoleMaster), h.keys.SignersFile
 	m, err := master.New(mcfg, testutil.TestLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
 	wcfg := worker.DefaultConfig()
 	wcfg.Servers, wcfg.ID, wcfg.Capacity, wcfg.OutputDir = []string{h.addr}, "w1", 2, t.TempDir()
-	wcfg.KillGrace = time.Second
+	wcfg.KillGrace, wcfg.SignersFile = time.Second, h.keys.SignersFile
 	wcfg.StopGrace = 0 // a task still running when the test ends is handed back at once
 	w, err := worker.New(wcfg, testutil.TestLogger())
 	if err != nil {

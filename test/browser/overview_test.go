@@ -38,10 +38,11 @@ func startOnEnsemble(t *testing.T) (*harness, *testutil.Ensemble) {
 			c.AdminAddr = "127.0.0.1:0"
 		}
 	})
-	h := &harness{t: t, addr: e.Addrs()[0]}
+	h := &harness{t: t, addr: e.Addrs()[0], keys: testutil.NewKeys(t)}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := coordinator.Connect(ctx, coordinator.Config{Servers: e.Addrs(), SessionTimeout: 10 * time.Second})
+	s, err := coordinator.Connect(ctx, coordinator.Config{Servers: e.Addrs(), SessionTimeout: 10 * time.Second,
+		Signer: h.keys.Signer(coordinator.RoleConsole), Trust: h.keys.Trust()})
 	if err != nil {
 		t.Fatalf("connect to the ensemble %v: %v", e.Addrs(), err)
 	}
@@ -59,7 +60,9 @@ func startOnEnsemble(t *testing.T) (*harness, *testutil.Ensemble) {
 	dir := t.TempDir()
 	cfg, err := json.Marshal(map[string]any{"web": map[string]any{ // JSON is YAML too
 		"zk": e.Addrs(), "listen": listen, "users": users,
-		"admin_addrs": []string{"1=" + e.Server(0).AdminAddr().String()},
+		"admin_addrs":  []string{"1=" + e.Server(0).AdminAddr().String()},
+		"signing_key":  h.keys.KeyFile(coordinator.RoleConsole),
+		"signers_file": h.keys.SignersFile,
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -70,9 +73,10 @@ func startOnEnsemble(t *testing.T) (*harness, *testutil.Ensemble) {
 	}
 	zk := strings.Join(e.Addrs(), ",")
 	h.startChild(filepath.Join(dir, "console.log"), "web", "--config", cfgPath)
-	h.startChild(filepath.Join(dir, "master.log"), "master", "--zk", zk, "--id", "m1")
+	h.startChild(filepath.Join(dir, "master.log"), "master", "--zk", zk, "--id", "m1",
+		"--signing-key", h.keys.KeyFile(coordinator.RoleMaster), "--signers-file", h.keys.SignersFile)
 	h.startChild(filepath.Join(dir, "worker.log"), "worker", "--zk", zk, "--id", "w1", "--capacity", "2",
-		"--output-dir", filepath.Join(dir, "output"), "--kill-grace", "1s", "--stop-grace", "0s")
+		"--output-dir", filepath.Join(dir, "output"), "--kill-grace", "1s", "--stop-grace", "0s", "--signers-file", h.keys.SignersFile)
 	h.url = "http://" + listen
 	if !testutil.WaitFor(20*time.Second, 100*time.Millisecond, func() bool {
 		resp, err := http.Get(h.url + "/login")

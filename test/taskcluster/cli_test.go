@@ -23,6 +23,9 @@ import (
 // taskCmd runs `paddock task --zk ADDR ARGS` and returns its stdout, stderr and exit code.
 func (c *cluster) taskCmd(args ...string) (stdout, stderr string, code int) {
 	c.t.Helper()
+	if c.keys != nil { // sign as a submitter
+		args = append([]string{"--signing-key", c.keys.KeyFile(coordinator.RoleSubmitter), "--signers-file", c.keys.SignersFile}, args...)
+	}
 	cmd := exec.Command(paddock.Path(c.t), append([]string{"task", "--zk", c.addr}, args...)...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

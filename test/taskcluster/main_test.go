@@ -41,20 +41,32 @@ type cluster struct {
 	runLog  string // tasks made by runOnce append their id here
 	masters map[string]*testutil.Child
 	workers map[string]*testutil.Child
+	// keys sign what the test, its masters and its CLIs author, and its masters and
+	// workers trust them; nil where identities are certificates (x509Deployment) or
+	// paddock up's.
+	keys *testutil.Keys
 }
 
 func newCluster(t testing.TB) *cluster {
 	t.Helper()
+	return newClusterOn(t, testutil.StartPaddock(t, func(cfg *server.Config) { cfg.TickTime = 100 * time.Millisecond }))
+}
+
+// newClusterOn is newCluster on the coordination server at addr (Apache ZooKeeper, say).
+func newClusterOn(t testing.TB, addr string) *cluster {
+	t.Helper()
 	c := &cluster{
 		t:       t,
-		addr:    testutil.StartPaddock(t, func(cfg *server.Config) { cfg.TickTime = 100 * time.Millisecond }),
+		addr:    addr,
 		dir:     t.TempDir(),
 		layout:  task.DefaultLayout,
 		masters: map[string]*testutil.Child{},
 		workers: map[string]*testutil.Child{},
+		keys:    testutil.NewKeys(t),
 	}
 	c.runLog = filepath.Join(c.dir, "runs.log")
-	s, err := coordinator.Connect(context.Background(), coordinator.Config{Servers: []string{c.addr}, SessionTimeout: 4 * time.Second})
+	s, err := coordinator.Connect(context.Background(), coordinator.Config{Servers: []string{c.addr}, SessionTimeout: 4 * time.Second,
+		Signer: c.keys.Signer(coordinator.RoleSubmitter), Trust: c.keys.Trust()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +79,12 @@ func newCluster(t testing.TB) *cluster {
 func (c *cluster) start(name string, args ...string) *testutil.Child {
 	c.t.Helper()
 	args = append(args, "--zk", c.addr, "--session-timeout", sessionTimeout.String(), "--log-level", "debug")
+	if c.keys != nil && (args[0] == "master" || args[0] == "worker") {
+		args = append(args, "--signers-file", c.keys.SignersFile)
+		if args[0] == "master" {
+			args = append(args, "--signing-key", c.keys.KeyFile(coordinator.RoleMaster))
+		}
+	}
 	p, err := testutil.StartChild(c.t, filepath.Join(c.dir, name+".log"), nil, paddock.Path(c.t), args...)
 	if err != nil {
 		c.t.Fatal(err)
@@ -74,9 +92,10 @@ func (c *cluster) start(name string, args ...string) *testutil.Child {
 	return p
 }
 
-func (c *cluster) startMaster(id string) *testutil.Child {
+// startMaster starts master id; extra are more flags.
+func (c *cluster) startMaster(id string, extra ...string) *testutil.Child {
 	c.t.Helper()
-	p := c.start("master-"+id, "master", "--id", id)
+	p := c.start("master-"+id, append([]string{"master", "--id", id}, extra...)...)
 	c.masters[id] = p
 	return p
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,14 +23,19 @@ import (
 )
 
 // upSession connects to a platform started by paddock up (data in dataDir) as role,
-// with the credentials paddock up made, once it serves.
+// with the credentials paddock up made (its signing key, if it has one), once it serves.
 func upSession(t *testing.T, up *testutil.Child, addr, dataDir, role string) *coordinator.Session {
 	t.Helper()
 	creds := filepath.Join(dataDir, "credentials")
-	access := coordinator.Access{AuthFile: filepath.Join(creds, role), RolesFile: filepath.Join(creds, "roles")}
+	access := coordinator.Access{AuthFile: filepath.Join(creds, role), RolesFile: filepath.Join(creds, "roles"),
+		SignersFile: filepath.Join(creds, "signers")}
 	wc := web.DefaultConfig()
 	var s *coordinator.Session
 	testutil.Eventually(t, 20*time.Second, 50*time.Millisecond, func() bool {
+		// The signers file is written after the keys: once it is there, so are they.
+		if _, err := os.Stat(filepath.Join(creds, role+".key")); err == nil {
+			access.SigningKey = filepath.Join(creds, role+".key")
+		}
 		cc, err := access.Config([]string{addr}, 4*time.Second, nil, wc.ACLRules())
 		if err != nil {
 			return false // not made yet
@@ -80,22 +86,14 @@ func upAttacks(t *testing.T, addr, dataDir string, up *testutil.Child) {
 		t.Errorf("worker's create under /tasks: %v, want %v", err, zk.ErrNoAuth)
 	}
 
-	// A submitter that makes its task writable by all gets it refused by the worker:
-	// anyone could have changed the command.
+	// A task a submitter's identity wrote by hand, writable by all and never signed,
+	// is refused: anyone could have written its command. (TestProvenanceOnUp tries the
+	// other forgeries.)
 	sub := upSession(t, up, addr, dataDir, coordinator.RoleSubmitter)
 	marker := filepath.Join(t.TempDir(), "ran")
-	p, err := sub.Conn().Create(l.Task("task-"), []byte(`{"command":"touch","args":["`+marker+`"]}`), zk.FlagSequence, zk.WorldACL(zk.PermAll))
-	if err != nil {
+	if _, err := sub.Conn().Create(l.Task("task-"), []byte(`{"command":"touch","args":["`+marker+`"]}`), zk.FlagSequence,
+		zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	tk, err := task.NewClient(sub, l).Wait(ctx, filepath.Base(p))
-	if err != nil || tk.State != task.Failed || !strings.Contains(tk.Status.Error, "not protected") {
-		t.Errorf("a task open to all: %v, %+v, want failed, not protected", err, tk)
-	}
-	if _, err := os.Stat(marker); err == nil {
-		t.Errorf("a task open to all ran")
 	}
 
 	// A replication task's definition, with a password in its DSNs, made by the console.
@@ -141,6 +139,9 @@ func upAttacks(t *testing.T, addr, dataDir string, up *testutil.Child) {
 	}
 	upJobAttacks(t, l, anon, worker, sub)
 	upDrain(t, up, l, console, worker, sub, admin, addr, dataDir)
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("an unsigned task open to all ran")
+	}
 	// The credentials are the owner's only.
 	for _, role := range coordinator.KnownRoles {
 		fi, err := os.Stat(filepath.Join(dataDir, "credentials", role))
@@ -151,8 +152,9 @@ func upAttacks(t *testing.T, addr, dataDir string, up *testutil.Child) {
 }
 
 // TestUpMigratesOpenACLs: data made by an older paddock (every node world:anyone
-// cdrwa) gets its role ACLs when paddock up starts on it, and a task left pending in
-// it still runs.
+// cdrwa, the root znode, /jobs and the quotas included) gets its role ACLs when paddock
+// up starts on it; a task left pending in it, which nobody signed, never runs: it ends
+// failed once its grace is over.
 func TestUpMigratesOpenACLs(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
@@ -182,7 +184,7 @@ func TestUpMigratesOpenACLs(t *testing.T) {
 	}, "paddock server serves on %s", addr)
 	l := task.DefaultLayout
 	open := zk.WorldACL(zk.PermAll)
-	for _, p := range []string{l.Tasks(), "/mysql_replicator", "/mysql_replicator/tasks", "/paddock", "/paddock/audit"} {
+	for _, p := range []string{l.Tasks(), l.Jobs(), "/mysql_replicator", "/mysql_replicator/tasks", "/paddock", "/paddock/audit", "/zookeeper/quota/app"} {
 		if _, err := anon.Create(p, nil, 0, open); err != nil {
 			t.Fatal(err)
 		}
@@ -207,16 +209,21 @@ func TestUpMigratesOpenACLs(t *testing.T) {
 	s := upSession(t, up, addr, data, coordinator.RoleSubmitter)
 	c := &cluster{t: t, addr: addr, layout: l, s: s, client: task.NewClient(s, l)}
 	id = filepath.Base(id)
-	if tk := c.waitAll([]string{id}, 30*time.Second)[id]; tk.State != task.Done || tk.Status.OutputTail != "old\n" {
-		t.Fatalf("%s: %s, output %q, error %q", id, tk.State, tk.Status.OutputTail, tk.Status.Error)
+	if tk := c.waitAll([]string{id}, 60*time.Second)[id]; tk.State != task.Failed || tk.Status.OutputTail != "" ||
+		!strings.Contains(tk.Status.Error, "not signed by a trusted submitter within 30s") {
+		t.Fatalf("%s: %s, output %q, error %q; want failed, unsigned, never run", id, tk.State, tk.Status.OutputTail, tk.Status.Error)
 	}
 	anon = anonymous(t, addr)
 	admin := upSession(t, up, addr, data, coordinator.RoleAdmin)
-	for _, p := range []string{l.Tasks(), l.Task(id), "/mysql_replicator/tasks/orders", "/paddock/audit"} {
+	for _, p := range []string{l.Tasks(), l.Task(id), l.Jobs(), "/mysql_replicator/tasks/orders", "/paddock/audit", "/zookeeper/quota/app"} {
 		acl, _, err := admin.Conn().GetACL(p)
 		if err != nil || coordinator.OpenToWorld(acl) {
 			t.Errorf("%s after paddock up: acl %v, %v: still open to all", p, acl, err)
 		}
+	}
+	if acl, _, err := admin.Conn().GetACL("/"); err != nil || !slices.Contains(acl, zk.ACL{Perms: zk.PermRead | zk.PermCreate, Scheme: "world", ID: "anyone"}) ||
+		slices.ContainsFunc(acl, func(a zk.ACL) bool { return a.Scheme == "world" && a.Perms&zk.PermDelete != 0 }) {
+		t.Errorf("/ after paddock up: acl %v, %v; want the world to read and create only", acl, err)
 	}
 	if _, _, err := anon.Get("/mysql_replicator/tasks/orders"); !errors.Is(err, zk.ErrNoAuth) {
 		t.Errorf("unauthenticated read of a migrated DSN: %v, want %v", err, zk.ErrNoAuth)
@@ -268,9 +275,9 @@ func upDrain(t *testing.T, up *testutil.Child, l task.Layout, console, worker, s
 		"%s never active again (is %q)", id, state())
 }
 
-// upJobAttacks: the master submits a job's runs under its own name, so only the roles
-// write jobs, and a job a submitter left writable by all is never fired — anyone could
-// have changed its command — while a protected one is.
+// upJobAttacks: only the roles write jobs, and a job a submitter's identity wrote by
+// hand, unsigned and writable by all, is never fired — anyone could have written its
+// command — while one created (and signed) by the client is.
 func upJobAttacks(t *testing.T, l task.Layout, anon *zk.Conn, worker, sub *coordinator.Session) {
 	t.Helper()
 	marker := filepath.Join(t.TempDir(), "ran")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/paddock/paddock/coordinator"
 	"github.com/paddock/paddock/internal/certs"
 	"github.com/paddock/paddock/internal/testutil"
+	"github.com/paddock/paddock/provenance"
 	"github.com/paddock/paddock/server/wire"
 	"github.com/paddock/paddock/task"
 	"github.com/paddock/paddock/test/conformance"
@@ -188,6 +190,7 @@ func TestX509Deployment(t *testing.T) {
 		t.Errorf("task %s's ACL %v: want x509:CN=submitter with cr", id, acl)
 	}
 
+	t.Run("certificates without a submitting role", d.untrustedSigners)
 	t.Run("mallory", func(t *testing.T) { d.mallory(t, id) })
 	t.Run("no session", d.noSession)
 	t.Run("kazoo", func(t *testing.T) { d.kazoo(t, id) })
@@ -195,6 +198,36 @@ func TestX509Deployment(t *testing.T) {
 	for name, p := range d.all() {
 		if err := p.Stop(20 * time.Second); err != nil {
 			t.Errorf("%s after SIGTERM: %v\n%s", name, err, p.LogTail(20))
+		}
+	}
+}
+
+// untrustedSigners: a task signed with the key of a certificate of the platform's CA
+// whose subject holds no role (mallory) or only the worker's is never run, though its
+// node is open to all (written by the admin, the superuser): the worker fails it, not
+// signed by a trusted submitter.
+func (d *x509Deployment) untrustedSigners(t *testing.T) {
+	marker := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, name := range []string{"mallory", "worker"} {
+		signer, err := provenance.LoadCert(filepath.Join(d.tlsDir, "client-"+name+".pem"), filepath.Join(d.tlsDir, "client-"+name+"-key.pem"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, _ := json.Marshal(task.Spec{Command: "touch", Args: []string{filepath.Join(marker, name)}})
+		p, err := d.s.Conn().Create(d.layout.Task("task-"), spec, zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		if err != nil {
+			t.Fatal(err)
+		}
+		testutil.SignNode(t, d.s.Conn(), p, task.SpecDomain, spec, signer)
+		tk, err := d.client.Wait(ctx, filepath.Base(p))
+		if err != nil || tk.State != task.Failed || !strings.Contains(tk.Status.Error, "not signed by a trusted submitter") ||
+			!strings.Contains(tk.Status.Error, "x509:CN="+name) {
+			t.Errorf("a task signed by %s's certificate: %+v, %v; want failed, not signed by a trusted submitter", name, tk, err)
+		}
+		if _, err := os.Stat(filepath.Join(marker, name)); err == nil {
+			t.Errorf("the task signed by %s's certificate ran", name)
 		}
 	}
 }
