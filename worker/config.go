@@ -49,6 +49,14 @@ type Config struct {
 	// over it kills those still running and hands them back as lost runs, which do not
 	// count against their retries. 0 hands them back at once.
 	StopGrace time.Duration
+	// RunAs is the user tasks run as: a user name, or uid[:gid] (key run_as). A name
+	// (or a uid alone) takes the user's primary gid and groups from the user database;
+	// uid:gid takes exactly those, with no supplementary groups. A worker running as root
+	// needs it (or AllowRoot); one not running as root may set only itself.
+	RunAs string
+	// AllowRoot lets a worker running as root run tasks as root: with no run_as, or a
+	// run_as of uid 0. Without it such a worker refuses to start.
+	AllowRoot bool
 	// HeartbeatInterval is how often the worker's main loop rewrites its registration;
 	// readers judge it stale by the servers' clock when the write is older than
 	// task.StaleAfter of it. A stuck loop stops beating.
@@ -96,6 +104,9 @@ func (c Config) Validate() error {
 	}
 	if c.StopGrace < 0 {
 		bad("stop_grace", c.StopGrace, "want 0 or more (0 hands running tasks back at once)")
+	}
+	if _, _, err := parseRunAs(c.RunAs); err != nil {
+		bad("run_as", fmt.Sprintf("%q", c.RunAs), "%v", err)
 	}
 	if c.HeartbeatInterval < 100*time.Millisecond {
 		bad("heartbeat_interval", c.HeartbeatInterval, "want 100ms or more")
