@@ -57,6 +57,11 @@ type Config struct {
 	// AllowRoot lets a worker running as root run tasks as root: with no run_as, or a
 	// run_as of uid 0. Without it such a worker refuses to start.
 	AllowRoot bool
+	// UseCgroup puts each run in a cgroup v2 of its own, where the worker can make one
+	// (Linux 5.14 or later, a writable cgroup2 hierarchy: root, or a delegated
+	// subtree), and kills its processes through it; false, or where it cannot, a run's
+	// supervisor alone kills them (see docs/security.md for what that leaves).
+	UseCgroup bool
 	// HeartbeatInterval is how often the worker's main loop rewrites its registration;
 	// readers judge it stale by the servers' clock when the write is older than
 	// task.StaleAfter of it. A stuck loop stops beating.
@@ -73,6 +78,7 @@ func DefaultConfig() Config {
 		Capacity:       runtime.NumCPU(),
 		KillGrace:      5 * time.Second,
 		StopGrace:      30 * time.Second,
+		UseCgroup:      true,
 
 		HeartbeatInterval: 3 * time.Second,
 	}

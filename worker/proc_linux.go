@@ -16,12 +16,13 @@ import (
 // that nothing of a run outlives it. Its setting (identity, base, mode) is fixed by
 // setUp, before the first run; then it is safe for concurrent use by the jobs.
 type runner struct {
-	id      identity // who tasks run as
-	key     string   // workerKey: the mark of this worker's runs
-	logger  *slog.Logger
-	metrics *procMetrics
-	base    cgroup // the runs' cgroups' parent; "" where the worker cannot make cgroups
-	mode    string // killModeCgroup or killModeSubreaper
+	id        identity // who tasks run as
+	key       string   // workerKey: the mark of this worker's runs
+	useCgroup bool     // Config.UseCgroup
+	logger    *slog.Logger
+	metrics   *procMetrics
+	base      cgroup // where this worker's runs' cgroups are, or were in an earlier life; "" if nowhere
+	mode      string // killModeCgroup (runs in cgroups beneath base) or killModeSubreaper
 }
 
 // newRunner checks who tasks are to run as (checkIdentity's rules); it starts nothing.
@@ -36,7 +37,7 @@ func newRunner(cfg Config, key string, m *procMetrics, logger *slog.Logger) (*ru
 	if id, err = checkIdentity(id, cfg.RunAs, cfg.AllowRoot, os.Geteuid(), os.Getegid()); err != nil {
 		return nil, err
 	}
-	return &runner{id: id, key: key, logger: logger, metrics: m}, nil
+	return &runner{id: id, key: key, useCgroup: cfg.UseCgroup, logger: logger, metrics: m}, nil
 }
 
 // setUp picks how runs are killed: in a cgroup v2 of their own where the worker can
@@ -45,13 +46,20 @@ func newRunner(cfg Config, key string, m *procMetrics, logger *slog.Logger) (*ru
 // could run no task.
 func (r *runner) setUp() error {
 	base, rel, err := cgroupBase(r.key)
-	if err == nil {
+	r.base = base
+	switch {
+	case err == nil && !r.useCgroup:
+		err = errors.New("use_cgroup is false")
+	case err == nil:
 		err = r.probeCgroup(base, rel)
 	}
 	if err == nil {
-		r.base, r.mode = base, killModeCgroup
+		r.mode = killModeCgroup
 		r.logger.Info("task processes are killed through their cgroup", "mode", r.mode, "cgroup", string(base), "run_as", r.id.String())
 	} else {
+		if r.base != "" {
+			os.Remove(string(r.base)) // if this life made it; an earlier life's leftovers keep it for sweep
+		}
 		if _, perr := r.probe(-1); perr != nil {
 			return fmt.Errorf("worker: cannot start a task supervisor: %w", perr)
 		}
@@ -69,7 +77,6 @@ func (r *runner) probeCgroup(base cgroup, rel string) error {
 		return fmt.Errorf("cannot make a cgroup: %w", err)
 	}
 	if _, err := os.Stat(string(base.child("cgroup.kill"))); err != nil {
-		os.Remove(string(base))
 		return errors.New("the kernel has no cgroup.kill (Linux 5.14)")
 	}
 	probe := base.child(supervisorProbe)
@@ -170,7 +177,7 @@ func (r *runner) start(l launch) (taskProc, error) {
 		spec.Cred = &credSpec{UID: r.id.uid, GID: r.id.gid, Groups: r.id.groups}
 	}
 	var cg cgroup
-	if r.base != "" {
+	if r.mode == killModeCgroup {
 		cg = r.base.child(l.run)
 		if err := cg.make(); err != nil {
 			return nil, err
@@ -297,7 +304,7 @@ func (r *runner) sweep() {
 			}
 		}
 	}
-	if r.base != "" {
+	if r.base != "" { // an earlier life may have used cgroups where this one does not
 		subs, _ := os.ReadDir(string(r.base))
 		for _, e := range subs {
 			if e.IsDir() {
@@ -307,6 +314,9 @@ func (r *runner) sweep() {
 				}
 				n += killed
 			}
+		}
+		if r.mode != killModeCgroup {
+			os.Remove(string(r.base))
 		}
 	}
 	n += killMarked(runMarkEnv + "=" + r.key + "/")
@@ -327,7 +337,7 @@ func (r *runner) userEnv() []string { return r.id.userEnv() }
 
 // close removes the worker's base cgroup, empty once every run has ended.
 func (r *runner) close() {
-	if r.base != "" {
+	if r.mode == killModeCgroup {
 		os.Remove(string(r.base))
 	}
 }

@@ -22,7 +22,8 @@ const maxRunAsName = 256
 var errRunAsSyntax = errors.New("want a user name, or uid[:gid] (numbers from 0 to 4294967294)")
 
 // parseRunAs reads run_as: "" (tasks run as the worker), a user name (letters, digits,
-// '.', '_', '-', not starting with '-', optionally ending in '$', not all digits), "uid"
+// '.', '_', '-', not starting with '-', optionally ending in a '$' that is not all of
+// it, not all digits: up to maxRunAsName bytes), "uid"
 // or "uid:gid". (uid_t)-1, 4294967295, means "no change" to setuid and is refused.
 func parseRunAs(s string) (runAsSpec, bool, error) {
 	if s == "" {
@@ -75,7 +76,7 @@ func allDigits(s string) bool {
 // validUserName follows useradd's rule for names, with '$' allowed last (Samba's
 // machine accounts).
 func validUserName(s string) bool {
-	if s == "" || len(s) > maxRunAsName || s[0] == '-' || allDigits(s) {
+	if s == "" || len(s) > maxRunAsName || s[0] == '-' || s[0] == '$' || allDigits(s) {
 		return false
 	}
 	for i := range len(s) {

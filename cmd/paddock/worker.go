@@ -57,6 +57,7 @@ show the workers with their state.`,
 	f.Duration("stop-grace", def.StopGrace, "on SIGTERM, time running tasks have to end before they are killed and handed back")
 	f.String("run-as", def.RunAs, "`user` (a name, or uid[:gid]) tasks run as; a worker running as root needs it, or --allow-root")
 	f.Bool("allow-root", def.AllowRoot, "let a worker running as root run tasks as root")
+	f.Bool("use-cgroup", def.UseCgroup, "put each run in a cgroup v2 of its own where the worker can make one, and kill through it")
 	f.Duration("heartbeat-interval", def.HeartbeatInterval, "how often the worker's loop rewrites its registration; readers call it stale after 3x this (at least 10s) by the servers' clock")
 	cmd.AddCommand(newWorkerAdminCmds()...)
 	return cmd
