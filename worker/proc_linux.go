@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -23,6 +24,12 @@ type runner struct {
 	metrics   *procMetrics
 	base      cgroup // where this worker's runs' cgroups are, or were in an earlier life; "" if nowhere
 	mode      string // killModeCgroup (runs in cgroups beneath base) or killModeSubreaper
+
+	// The base cgroup exists only while runs are in it, so that a worker killed while
+	// idle leaves no cgroup behind (and one killed while busy, none once its
+	// supervisors have removed theirs).
+	mu   sync.Mutex
+	runs int // runs in cgroups beneath base; guarded by mu
 }
 
 // newRunner checks who tasks are to run as (checkIdentity's rules); it starts nothing.
@@ -55,6 +62,7 @@ func (r *runner) setUp() error {
 	}
 	if err == nil {
 		r.mode = killModeCgroup
+		os.Remove(string(base)) // made again by the first run; an earlier life's leftovers keep it for sweep
 		r.logger.Info("task processes are killed through their cgroup", "mode", r.mode, "cgroup", string(base), "run_as", r.id.String())
 	} else {
 		if r.base != "" {
@@ -71,7 +79,7 @@ func (r *runner) setUp() error {
 }
 
 // probeCgroup makes the worker's base cgroup and checks that a process can be started
-// into a cgroup beneath it.
+// into a cgroup beneath it; it leaves the base for setUp to remove.
 func (r *runner) probeCgroup(base cgroup, rel string) error {
 	if err := os.Mkdir(string(base), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("cannot make a cgroup: %w", err)
@@ -178,15 +186,15 @@ func (r *runner) start(l launch) (taskProc, error) {
 	}
 	var cg cgroup
 	if r.mode == killModeCgroup {
-		cg = r.base.child(l.run)
-		if err := cg.make(); err != nil {
+		var err error
+		if cg, err = r.enter(l.run); err != nil {
 			return nil, err
 		}
 		spec.Cgroup = string(cg)
 	}
 	s, err := r.spawn(runMark(r.key, l.run), l.out, -1)
 	if err != nil {
-		r.removeCgroup(cg)
+		r.leave(cg)
 		return nil, err
 	}
 	s.run, s.cg = l.run, cg
@@ -212,7 +220,7 @@ func (s *supervised) begin(spec *supervisorSpec) error {
 	s.ctrl.Close() // a supervisor still waiting for its spec gives up
 	werr := s.cmd.Wait()
 	s.statusR.Close()
-	s.r.removeCgroup(s.cg)
+	s.r.leave(s.cg)
 	switch {
 	case err != nil:
 		return fmt.Errorf("task supervisor (%v): %w", werr, err)
@@ -238,10 +246,11 @@ func (s *supervised) wait() {
 		if ev.Left > 0 {
 			s.r.logger.Info("task's first process exited: killed the processes it left", "run", s.run, "pid", s.pid, "left", ev.Left)
 		}
-		s.r.removeCgroup(s.cg)
+		s.r.leave(s.cg)
 		return
 	}
 	n := s.r.killRun(s.run, s.cg)
+	s.r.leave(s.cg)
 	s.r.metrics.leftovers.WithLabelValues(leftoversOfRun).Add(float64(n))
 	s.r.logger.Warn("task supervisor ended before the task: killed what the task left", "run", s.run, "pid", s.pid,
 		"supervisor", werr, "killed", n)
@@ -280,14 +289,42 @@ func (r *runner) killRun(run string, cg cgroup) int {
 	return n + killMarked(runMarkEnv+"="+runMark(r.key, run))
 }
 
-// removeCgroup removes a run's cgroup once its supervisor has reported none of its
-// processes left.
-func (r *runner) removeCgroup(cg cgroup) {
+// enter makes the cgroup of run, and the base cgroup if no other run is in it.
+func (r *runner) enter(run string) (cgroup, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.runs == 0 {
+		if err := os.Mkdir(string(r.base), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return "", fmt.Errorf("cgroup: %w", err)
+		}
+	}
+	cg := r.base.child(run)
+	if err := cg.make(); err != nil {
+		r.removeBaseLocked()
+		return "", err
+	}
+	r.runs++
+	return cg, nil
+}
+
+// leave removes a run's cgroup (emptying it first if its supervisor could not), and
+// the base cgroup with the last run; cg "" is a run without one.
+func (r *runner) leave(cg cgroup) {
 	if cg == "" {
 		return
 	}
 	if _, err := cg.remove(); err != nil {
 		r.logger.Warn("cannot remove a run's cgroup", "cgroup", string(cg), "err", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.runs--
+	r.removeBaseLocked()
+}
+
+func (r *runner) removeBaseLocked() {
+	if r.runs == 0 {
+		os.Remove(string(r.base)) // fails, and stays, if a run's cgroup could not be removed
 	}
 }
 
@@ -315,9 +352,7 @@ func (r *runner) sweep() {
 				n += killed
 			}
 		}
-		if r.mode != killModeCgroup {
-			os.Remove(string(r.base))
-		}
+		os.Remove(string(r.base))
 	}
 	n += killMarked(runMarkEnv + "=" + r.key + "/")
 	if n > 0 {
@@ -334,13 +369,6 @@ func (r *runner) ownSupervisor(pid int) bool {
 
 // userEnv is what the task's environment says of its user.
 func (r *runner) userEnv() []string { return r.id.userEnv() }
-
-// close removes the worker's base cgroup, empty once every run has ended.
-func (r *runner) close() {
-	if r.mode == killModeCgroup {
-		os.Remove(string(r.base))
-	}
-}
 
 // markedPasses bounds killMarked: a process that keeps starting others faster than
 // they are killed is given up on, with its mark, after this many passes.

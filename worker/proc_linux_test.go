@@ -211,6 +211,10 @@ func TestTaskTreeEndsWithIt(t *testing.T) {
 			if n := promtest.ToFloat64(r.w.runner.metrics.leftovers.WithLabelValues(leftoversOfRun)); n < 3 && mode == killModeSubreaper {
 				t.Errorf("leftovers of a run killed: %v; want the 3 the task left", n)
 			}
+			// An idle worker holds no cgroup: each run's went with it, the base with the last.
+			if _, err := os.Stat(string(r.w.runner.base)); mode == killModeCgroup && !os.IsNotExist(err) {
+				t.Errorf("the idle worker's base cgroup %s: %v; want it gone", r.w.runner.base, err)
+			}
 		})
 	}
 }

@@ -38,7 +38,6 @@ func (r *runner) setUp() error {
 
 func (r *runner) sweep()            {}
 func (r *runner) userEnv() []string { return nil }
-func (r *runner) close()            {}
 
 // start runs l's command as a child.
 func (r *runner) start(l launch) (taskProc, error) {

@@ -293,6 +293,7 @@ type supervisor struct {
 	status               uint32       // the leader's wait status, once reaped
 	killing              *time.Ticker // set once the task is being killed: passes repeat until none is left
 	left                 int          // processes of the task alive when the leader was reaped
+	orphaned             bool         // the worker is gone
 }
 
 // killPass is how often the supervisor kills again what a kill left: processes forked
@@ -311,6 +312,7 @@ func (s *supervisor) run(ctrl io.Reader, sigs <-chan os.Signal) supervisorEvent 
 		select {
 		case r, ok := <-reaped:
 			if !ok { // no child left: the whole tree is gone
+				s.cleanUp()
 				return supervisorEvent{Event: evExited, Status: s.status, Left: s.left}
 			}
 			if r.pid == s.leader {
@@ -320,7 +322,7 @@ func (s *supervisor) run(ctrl io.Reader, sigs <-chan os.Signal) supervisorEvent 
 		case c, ok := <-cmds:
 			switch {
 			case !ok: // the worker is gone
-				cmds = nil
+				cmds, s.orphaned = nil, true
 				tick = s.kill()
 			case c == cmdTerminate:
 				s.signalAll(syscall.SIGTERM)
@@ -328,12 +330,25 @@ func (s *supervisor) run(ctrl io.Reader, sigs <-chan os.Signal) supervisorEvent 
 				tick = s.kill()
 			}
 		case sig := <-sigs:
-			if sig == syscall.SIGTERM || sig == syscall.SIGINT || sig == syscall.SIGUSR1 && os.Getppid() != s.parent {
+			if sig == syscall.SIGUSR1 && os.Getppid() != s.parent {
+				s.orphaned = true
+			}
+			if sig == syscall.SIGTERM || sig == syscall.SIGINT || s.orphaned {
 				tick = s.kill()
 			}
 		case <-tick:
 			s.killAll()
 		}
+	}
+}
+
+// cleanUp removes the run's cgroup, and the worker's base cgroup if it is the last,
+// where the worker is gone and cannot: a worker killed while it ran tasks leaves no
+// cgroup behind. A live worker removes them itself.
+func (s *supervisor) cleanUp() {
+	if s.orphaned && s.cg != "" {
+		s.cg.remove()
+		os.Remove(filepath.Dir(string(s.cg)))
 	}
 }
 

@@ -98,7 +98,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.runner.setUp(); err != nil {
 		return err
 	}
-	defer w.runner.close()
 	if w.cfg.MetricsAddr != "" {
 		ms, err := metricsserver.Listen(w.cfg.MetricsAddr, w.metrics.reg)
 		if err != nil {
