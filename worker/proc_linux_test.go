@@ -272,7 +272,7 @@ func TestRunAs(t *testing.T) {
 	private := t.TempDir() // 0700, root's
 	st = c.status(c.runTask("w1", task.Spec{Command: "true", Dir: private}))
 	if st.State != task.Failed || st.ExitCode != -1 || !strings.Contains(st.Error, "start as nobody (uid 65534, gid 65534)") ||
-		!strings.Contains(st.Error, "permission denied") {
+		!strings.Contains(st.Error, "permission denied (the user may not enter dir "+private) {
 		t.Errorf("status %+v; want a failed start as nobody, permission denied", st)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -278,7 +279,11 @@ func startTask(spec *supervisorSpec) (int, error) {
 	p, err := os.StartProcess(spec.Path, spec.Args, &os.ProcAttr{
 		Dir: spec.Dir, Env: spec.Env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}, Sys: sys,
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrPermission) && spec.Cred != nil && spec.Dir != "":
+		// The child's chdir and exec fail alike, after the user change: say both.
+		return 0, fmt.Errorf("%w (the user may not enter dir %s, or not run %s)", err, spec.Dir, spec.Path)
+	case err != nil:
 		return 0, err
 	}
 	pid := p.Pid
