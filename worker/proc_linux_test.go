@@ -17,28 +17,8 @@ import (
 	"github.com/paddock/paddock/task"
 )
 
-// treeScript is a task that starts three processes that outlive a plain kill of its
-// first one — one in a session of its own (setsid), one that ignores SIGTERM, one
-// orphaned by a double fork — writes their pids and its own into dir, then runs end
-// ("wait" to run until killed, "exit 0" to end at once and leave them).
-func treeScript(dir, end string) task.Spec {
-	return shell(`echo $$ > "$D/leader.tmp" && mv "$D/leader.tmp" "$D/leader"
-setsid sleep 300 & echo $! > "$D/setsid.tmp" && mv "$D/setsid.tmp" "$D/setsid"
-sh -c 'trap "" TERM; echo $$ > "$D/deaf.tmp" && mv "$D/deaf.tmp" "$D/deaf"; exec sleep 300' &
-(sleep 300 & echo $! > "$D/orphan.tmp" && mv "$D/orphan.tmp" "$D/orphan")
-while [ ! -e "$D/deaf" ]; do sleep 0.01; done
-`+end, "D="+dir)
-}
-
-// treePIDs waits for treeScript's pids in dir.
-func treePIDs(t *testing.T, dir string) map[string]int {
-	t.Helper()
-	pids := map[string]int{}
-	for _, name := range []string{"leader", "setsid", "deaf", "orphan"} {
-		pids[name] = readPID(t, filepath.Join(dir, name))
-	}
-	return pids
-}
+// treeScript is testutil.ProcTree as a task writing into dir.
+func treeScript(dir, end string) task.Spec { return shell(testutil.ProcTree(end), "D="+dir) }
 
 // markedPIDs lists the live processes whose environment holds entry.
 func markedPIDs(entry string) []int {
@@ -57,8 +37,8 @@ func waitTreeGone(t *testing.T, w *Worker, id string, pids map[string]int) {
 	t.Helper()
 	mark := runMarkEnv + "=" + runMark(w.key, runName(id, 1)) + "\x00"
 	testutil.Eventually(t, waitLong, poll, func() bool {
-		for _, pid := range pids {
-			if alive(pid) {
+		for _, name := range testutil.ProcTreeNames {
+			if alive(pids[name]) {
 				return false
 			}
 		}
@@ -68,12 +48,11 @@ func waitTreeGone(t *testing.T, w *Worker, id string, pids map[string]int) {
 
 func livePIDs(pids map[string]int) []string {
 	var live []string
-	for name, pid := range pids {
-		if alive(pid) {
+	for _, name := range testutil.ProcTreeNames {
+		if alive(pids[name]) {
 			live = append(live, name)
 		}
 	}
-	slices.Sort(live)
 	return live
 }
 
@@ -133,21 +112,6 @@ func treeWorker(t *testing.T, c *cluster, useCgroup bool) (*running, string) {
 	return r, mode
 }
 
-// openDir is a directory the task, as nobody, can write its pids into: in the
-// system's temporary directory, not t.TempDir's, whose parent is root's alone.
-func openDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "paddock-proc-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // TestTaskTreeEndsWithIt: whatever ends a task — its first process exiting, a
 // timeout (with a process that ignores SIGTERM), a cancel, its supervisor killed -9
 // under a live worker — every process it started ends too: the one in a session of
@@ -161,7 +125,7 @@ func TestTaskTreeEndsWithIt(t *testing.T) {
 			t.Parallel()
 			c := newCluster(t)
 			r, mode := treeWorker(t, c, useCgroup)
-			dirs := map[string]string{"exit": openDir(t), "timeout": openDir(t), "cancel": openDir(t), "supervisor": openDir(t)}
+			dirs := map[string]string{"exit": testutil.OpenTempDir(t), "timeout": testutil.OpenTempDir(t), "cancel": testutil.OpenTempDir(t), "supervisor": testutil.OpenTempDir(t)}
 			ids := map[string]string{}
 			ids["exit"] = c.runTask("w1", treeScript(dirs["exit"], "exit 0"))
 			timeout := treeScript(dirs["timeout"], "trap '' TERM; wait")
@@ -171,7 +135,7 @@ func TestTaskTreeEndsWithIt(t *testing.T) {
 			ids["supervisor"] = c.runTask("w1", treeScript(dirs["supervisor"], "wait"))
 			pids := map[string]map[string]int{}
 			for k, dir := range dirs {
-				pids[k] = treePIDs(t, dir)
+				pids[k] = testutil.ReadProcTree(t, dir)
 			}
 			if os.Geteuid() == 0 {
 				if uid := uidOf(t, pids["cancel"]["deaf"]); uid != 65534 {
@@ -254,7 +218,7 @@ func TestRunAs(t *testing.T) {
 		return
 	}
 	c.start(cfg)
-	dir := openDir(t)
+	dir := testutil.OpenTempDir(t)
 	spec := shell(`id -u; id -g; id -G; echo "$HOME $USER $LOGNAME"; touch "$D/made"`, "D="+dir)
 	st := c.status(c.runTask("w1", spec))
 	if want := "65534\n65534\n65534\n/nonexistent nobody nobody\n"; st.State != task.Done || st.OutputTail != want {

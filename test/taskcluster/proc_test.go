@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddock/paddock/coordinator"
 	"github.com/paddock/paddock/internal/testutil"
 	"github.com/paddock/paddock/task"
 )
@@ -31,104 +30,24 @@ func asNobody() []string {
 	return nil
 }
 
-// procTree is a task whose first process starts three that a kill of it alone leaves
-// running — one in a session of its own (setsid), one ignoring SIGTERM, one orphaned
-// by a double fork — and writes their pids, its own and its uid into dir; every one
-// carries PROC_MARK=mark. From its second attempt on it only exits.
+// procTree is testutil.ProcTree as a task writing into dir, every process of it
+// carrying PROC_MARK=mark; from its second attempt on it only exits.
 func procTree(dir, mark string) task.Spec {
 	script := `[ "$PADDOCK_TASK_ATTEMPT" = 1 ] || exit 0
-put() { echo "$2" > "$D/$1.tmp" && mv "$D/$1.tmp" "$D/$1"; }
-put uid "$(id -u)"
-put leader $$
-setsid sleep 300 & put setsid $!
-sh -c 'trap "" TERM; echo $$ > "$D/deaf.tmp" && mv "$D/deaf.tmp" "$D/deaf"; exec sleep 300' &
-(sleep 300 & put orphan $!)
-wait`
+` + testutil.ProcTree("wait")
 	return task.Spec{Command: "sh", Args: []string{"-c", script}, Env: map[string]string{"D": dir, "PROC_MARK": mark}}
-}
-
-// procDir is a directory a task run as nobody can write: in the system's temporary
-// directory (t.TempDir's parent is root's alone).
-func procDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "paddock-proc-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-// treePIDs waits for procTree's pids in dir.
-func treePIDs(t *testing.T, dir string) map[string]int {
-	t.Helper()
-	pids := map[string]int{}
-	for _, name := range []string{"leader", "setsid", "deaf", "orphan", "uid"} {
-		path := filepath.Join(dir, name)
-		testutil.Eventually(t, 20*time.Second, 10*time.Millisecond, func() bool {
-			data, err := os.ReadFile(path)
-			n, err2 := strconv.Atoi(strings.TrimSpace(string(data)))
-			pids[name] = n
-			return err == nil && err2 == nil
-		}, "no %s in %s", name, dir)
-	}
-	return pids
-}
-
-// procState is a process's state letter from /proc/<pid>/stat, "" if it is gone.
-func procState(pid int) string {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 || i+2 >= len(data) {
-		return ""
-	}
-	return string(data[i+2])
-}
-
-// procAlive reports whether pid is a process that has not ended (a zombie has).
-func procAlive(pid int) bool {
-	s := procState(pid)
-	return s != "" && s != "Z" && s != "X"
-}
-
-// marked lists the live processes whose environment holds entry.
-func marked(entry string) []int {
-	f, err := os.Open("/proc")
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	names, _ := f.Readdirnames(-1)
-	var out []int
-	for _, n := range names {
-		pid, err := strconv.Atoi(n)
-		if err != nil || !procAlive(pid) {
-			continue
-		}
-		env, _ := os.ReadFile("/proc/" + n + "/environ")
-		if slices.ContainsFunc(bytes.Split(env, []byte{0}), func(kv []byte) bool { return string(kv) == entry }) {
-			out = append(out, pid)
-		}
-	}
-	return out
 }
 
 // taskLeft lists what of a procTree still runs: the named processes alive, and any
 // other carrying its mark.
 func taskLeft(pids map[string]int, mark string) []string {
 	var left []string
-	for _, name := range []string{"leader", "setsid", "deaf", "orphan"} {
-		if procAlive(pids[name]) {
+	for _, name := range testutil.ProcTreeNames {
+		if testutil.ProcessAlive(pids[name]) {
 			left = append(left, name)
 		}
 	}
-	if m := marked("PROC_MARK=" + mark); len(m) > 0 {
+	if m := testutil.ProcessesWithEnv("PROC_MARK=" + mark); len(m) > 0 {
 		left = append(left, fmt.Sprintf("marked %v", m))
 	}
 	return left
@@ -208,9 +127,9 @@ func TestWorkerKilledTaskDies(t *testing.T) {
 		if (base != "") != (flag == "--use-cgroup=true" && os.Geteuid() == 0) {
 			t.Errorf("with %s as uid %d, the worker's base cgroup is %q", flag, os.Geteuid(), base)
 		}
-		dir, mark := procDir(t), t.Name()
+		dir, mark := testutil.OpenTempDir(t), t.Name()
 		c.submit(procTree(dir, mark))
-		pids := treePIDs(t, dir)
+		pids := testutil.ReadProcTree(t, dir)
 		if os.Geteuid() == 0 && pids["uid"] != 65534 {
 			t.Errorf("the task ran as uid %d; want nobody's, 65534", pids["uid"])
 		}
@@ -239,9 +158,9 @@ func TestRestartedWorkerKillsLeftovers(t *testing.T) {
 		args := append(asNobody(), flag)
 		w := c.startWorker("w1", 1, args...)
 		base := cgroupOf(t, w)
-		dir, mark := procDir(t), t.Name()
+		dir, mark := testutil.OpenTempDir(t), t.Name()
 		id := c.submit(procTree(dir, mark))
-		pids := treePIDs(t, dir)
+		pids := testutil.ReadProcTree(t, dir)
 		sup := supervisorUnder(t, w.PID())
 		// Stopped, the worker can kill nothing when its supervisor dies; killed, it
 		// leaves the task to its next life.
@@ -251,11 +170,11 @@ func TestRestartedWorkerKillsLeftovers(t *testing.T) {
 		if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return !procAlive(sup) }, "supervisor %d lives", sup)
+		testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return !testutil.ProcessAlive(sup) }, "supervisor %d lives", sup)
 		w.Kill()
 		// The first process had the supervisor's death as its own (PR_SET_PDEATHSIG);
 		// the three it started are left.
-		testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return !procAlive(pids["leader"]) },
+		testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return !testutil.ProcessAlive(pids["leader"]) },
 			"the first process outlived its supervisor")
 		if left := taskLeft(pids, mark); len(left) < 3 || !slices.Equal(left[:3], []string{"setsid", "deaf", "orphan"}) {
 			t.Fatalf("after the supervisor's and the worker's deaths, running: %v; want the three the first process started", left)
@@ -316,39 +235,5 @@ func TestWorkerRunAs(t *testing.T) {
 		if tk := c.waitAll([]string{id}, 30*time.Second)[id]; tk.State != task.Done || tk.Status.OutputTail != want {
 			t.Errorf("as %s: %s, output %q; want done, %q", as, tk.State, tk.Status.OutputTail, want)
 		}
-	}
-}
-
-// TestUpRunsTasksAsNobody: paddock up run as root gives its workers run_as nobody, and
-// says so; run as another user, its tasks run as that user.
-func TestUpRunsTasksAsNobody(t *testing.T) {
-	port, err := testutil.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	up, err := testutil.StartChild(t, filepath.Join(dir, "up.log"), nil, paddock.Path(t),
-		"up", "--data-dir", filepath.Join(dir, "data"), "--client-addr", addr, "--admin-addr=", "--metrics-port", "0",
-		"--listen", "127.0.0.1:0", "--workers", "1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := upSession(t, up, addr, filepath.Join(dir, "data"), coordinator.RoleSubmitter)
-	c := &cluster{t: t, addr: addr, layout: task.DefaultLayout, s: s, client: task.NewClient(s, task.DefaultLayout)}
-	id := c.submit(task.Spec{Command: "id", Args: []string{"-u"}})
-	want := strconv.Itoa(os.Geteuid()) + "\n"
-	if os.Geteuid() == 0 {
-		want = "65534\n"
-	}
-	if tk := c.waitAll([]string{id}, 30*time.Second)[id]; tk.State != task.Done || tk.Status.OutputTail != want {
-		t.Errorf("%s: %s, output %q, error %q; want done, %q", id, tk.State, tk.Status.OutputTail, tk.Status.Error, want)
-	}
-	said := strings.Contains(up.LogTail(1000), "the workers run tasks as nobody")
-	if said != (os.Geteuid() == 0) {
-		t.Errorf("paddock up as uid %d: said it runs tasks as nobody: %v\n%s", os.Geteuid(), said, up.LogTail(20))
-	}
-	if err := up.Stop(20 * time.Second); err != nil {
-		t.Fatalf("paddock up after SIGTERM: %v\n%s", err, up.LogTail(20))
 	}
 }
