@@ -30,7 +30,7 @@
 //	            elsewhere a plain child, and only it is signalled)
 //	environment the worker's, then the run_as user's HOME, USER and LOGNAME, then
 //	            spec.Env, then PADDOCK_TASK_ID, PADDOCK_TASK_ATTEMPT and
-//	            PADDOCK_WORKER_RUN=<worker key>/<task>.<attempt>, the run's mark
+//	            PADDOCK_TASK_RUN=<worker key>/<task>.<attempt>, the run's mark
 //	output      stdout and stderr together into <output_dir>/<task>/attempt-<n>.log, and
 //	            the last 4 KiB (valid UTF-8) into the record's output_tail
 //	timeout     spec.Timeout: SIGTERM to every process of the task, SIGKILL after

@@ -42,9 +42,11 @@ type taskEnd struct {
 }
 
 // runMarkEnv is the variable every task process carries, naming the worker and the
-// run: PADDOCK_WORKER_RUN=<worker key>/<task>.<attempt>. A worker finds by it what an
+// run: PADDOCK_TASK_RUN=<worker key>/<task>.<attempt>. A worker finds by it what an
 // earlier life of its own left running, and what a run whose supervisor died left.
-const runMarkEnv = "PADDOCK_WORKER_RUN"
+// It is not PADDOCK_WORKER_…: configs refuses variables of a section's prefix that name
+// no key, and a task may run paddock itself.
+const runMarkEnv = "PADDOCK_TASK_RUN"
 
 // workerKey names a worker across its restarts and apart from any other on the host:
 // a hash of its id and its output directory, 16 hex digits. Two paddock up on one host
