@@ -24,7 +24,10 @@ FUZZ_TARGETS := \
 	./server:FuzzRaftEntry \
 	./server:FuzzNote \
 	./server/quorum:FuzzPeerFrames \
-	./server/quorum:FuzzCheckedRaft
+	./server/quorum:FuzzCheckedRaft \
+	./worker:FuzzSupervisorSpec \
+	./worker:FuzzParseStat \
+	./worker:FuzzParseRunAs
 
 .PHONY: run build test deps check vet fmt-check bench bench-micro bench-compare bench-ensemble bench-snapshot bench-memory fuzz lint clean
 

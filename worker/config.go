@@ -41,8 +41,9 @@ type Config struct {
 	OutputDir string
 	// MetricsAddr is where /metrics is served, host:port; empty for none.
 	MetricsAddr string
-	// KillGrace is how long a process group has to exit after SIGTERM before it gets
-	// SIGKILL, when a task times out, is cancelled or the worker stops; 0 kills at once.
+	// KillGrace is how long a task's processes have to exit after SIGTERM before they
+	// get SIGKILL, when a task times out, is cancelled or the worker stops; 0 kills at
+	// once.
 	KillGrace time.Duration
 	// StopGrace is how long a stopping worker (SIGTERM, or Run's context ended) lets
 	// its running tasks go on: it takes nothing new meanwhile, and when the grace is

@@ -90,8 +90,8 @@
 // # Session
 //
 // While disconnected (suspended) the tasks keep running. When the session is lost —
-// expired, or cut off for its whole timeout — every running task's group gets SIGKILL
-// at once and nothing is recorded for them: the master gives them to another worker.
+// expired, or cut off for its whole timeout — every process of every running task
+// gets SIGKILL at once and nothing is recorded for them: the master gives them to another worker.
 // A run whose process had already ended is still recorded if its assignment stands.
 //
 // # Metrics

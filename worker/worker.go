@@ -81,7 +81,7 @@ func (w *Worker) Addr() net.Addr {
 // Run registers the worker and runs the tasks assigned to it until ctx ends. It then
 // stops gracefully: it says "stopping" in its registration (the master assigns it
 // nothing more), hands back assignments it has not started, and lets its running tasks
-// go on for StopGrace; those still running then have their process groups ended
+// go on for StopGrace; those still running then have their processes ended
 // (SIGTERM, then SIGKILL after KillGrace) and are handed back as lost runs, which do not
 // count against their retries. It then removes /workers/<id> and closes the session. A
 // drain request in /drain/<id> does the same without stopping (and with its own
