@@ -131,7 +131,9 @@ func TestTaskTreeEndsWithIt(t *testing.T) {
 			timeout := treeScript(dirs["timeout"], "trap '' TERM; wait")
 			timeout.Timeout = task.Duration(time.Second)
 			ids["timeout"] = c.runTask("w1", timeout)
-			ids["cancel"] = c.runTask("w1", treeScript(dirs["cancel"], "wait"))
+			// A shell must hear SIGTERM no later than the command it waits for, or it
+			// carries on with its script once that command is gone.
+			ids["cancel"] = c.runTask("w1", treeScript(dirs["cancel"], "sleep 300; echo survived"))
 			ids["supervisor"] = c.runTask("w1", treeScript(dirs["supervisor"], "wait"))
 			pids := map[string]map[string]int{}
 			for k, dir := range dirs {
@@ -156,8 +158,8 @@ func TestTaskTreeEndsWithIt(t *testing.T) {
 			if err := c.client.Cancel(ctxT(t), ids["cancel"]); err != nil {
 				t.Fatal(err)
 			}
-			if st := c.status(ids["cancel"]); st.State != task.Cancelled {
-				t.Errorf("cancel: %+v; want cancelled", st)
+			if st := c.status(ids["cancel"]); st.State != task.Cancelled || st.Signal != "SIGTERM" || strings.Contains(st.OutputTail, "survived") {
+				t.Errorf("cancel: %+v; want cancelled, the first process ended by SIGTERM", st)
 			}
 			waitTreeGone(t, r.w, ids["cancel"], pids["cancel"])
 

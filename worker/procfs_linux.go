@@ -67,8 +67,9 @@ func listPIDs() ([]int, error) {
 	return pids, nil
 }
 
-// descendants returns the live processes below root, by the parents /proc gives.
-func descendants(root int) map[int]bool {
+// descendants returns the live processes below root, by the parents /proc gives,
+// parents before their children.
+func descendants(root int) []int {
 	pids, _ := listPIDs()
 	children := make(map[int][]int)
 	for _, pid := range pids {
@@ -76,14 +77,13 @@ func descendants(root int) map[int]bool {
 			children[st.ppid] = append(children[st.ppid], pid)
 		}
 	}
-	below := make(map[int]bool)
-	queue := []int{root}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
-			if !below[c] {
-				below[c] = true
+	var below []int
+	seen := map[int]bool{root: true}
+	for queue := []int{root}; len(queue) > 0; queue = queue[1:] {
+		for _, c := range children[queue[0]] {
+			if !seen[c] {
+				seen[c] = true
+				below = append(below, c)
 				queue = append(queue, c)
 			}
 		}

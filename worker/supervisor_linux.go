@@ -298,6 +298,7 @@ type supervisor struct {
 	status               uint32       // the leader's wait status, once reaped
 	killing              *time.Ticker // set once the task is being killed: passes repeat until none is left
 	left                 int          // processes of the task alive when the leader was reaped
+	leaderGone           bool         // the leader was reaped: its pid, and group id, may be another's
 	orphaned             bool         // the worker is gone
 }
 
@@ -321,7 +322,7 @@ func (s *supervisor) run(ctrl io.Reader, sigs <-chan os.Signal) supervisorEvent 
 				return supervisorEvent{Event: evExited, Status: s.status, Left: s.left}
 			}
 			if r.pid == s.leader {
-				s.status, s.left = uint32(r.status), len(descendants(s.self))
+				s.status, s.left, s.leaderGone = uint32(r.status), len(descendants(s.self)), true
 				tick = s.kill()
 			}
 		case c, ok := <-cmds:
@@ -377,13 +378,24 @@ func (s *supervisor) killAll() {
 }
 
 // signalAll sends sig to every process below the supervisor: the task's, whatever
-// session or group they are in, since it reaps them all.
+// session or group they are in, since it reaps them all. The task's own group gets it
+// first, at once, as before there were supervisors: a shell then hears SIGTERM no later
+// than the command it waits for, and cannot outlive it to carry on with its script.
+// The rest get it parents first, for the same reason.
 func (s *supervisor) signalAll(sig syscall.Signal) {
+	if !s.leaderGone { // unreaped, the leader keeps its pid, and so its group id, its own
+		syscall.Kill(-s.leader, sig)
+	}
 	below := descendants(s.self)
-	for pid := range below {
+	in := make(map[int]bool, len(below)+1)
+	in[s.self] = true
+	for _, pid := range below {
+		in[pid] = true
+	}
+	for _, pid := range below {
 		signalChecked(pid, sig, func(pid int) bool {
 			st, err := readStat(pid)
-			return err == nil && (st.ppid == s.self || below[st.ppid])
+			return err == nil && in[st.ppid]
 		})
 	}
 }
