@@ -348,12 +348,17 @@ func (s *supervisor) run(ctrl io.Reader, sigs <-chan os.Signal) supervisorEvent 
 	}
 }
 
-// cleanUp removes the run's cgroup, and the worker's base cgroup if it is the last,
-// where the worker is gone and cannot: a worker killed while it ran tasks leaves no
-// cgroup behind. A live worker removes them itself.
+// cleanUp removes the run's cgroup, empty now, before the supervisor reports: a worker
+// killed right after the report leaves no run's cgroup behind. Where the worker is gone
+// it also removes the worker's base cgroup if it is the last run in it: a worker killed
+// while it ran tasks leaves no cgroup behind. A live worker removes the base itself,
+// with its last run.
 func (s *supervisor) cleanUp() {
-	if s.orphaned && s.cg != "" {
-		s.cg.remove()
+	if s.cg == "" {
+		return
+	}
+	s.cg.remove()
+	if s.orphaned {
 		os.Remove(filepath.Dir(string(s.cg)))
 	}
 }
