@@ -14,7 +14,8 @@ import (
 
 // cgroup is the directory of a cgroup v2. A worker that can make cgroups puts each
 // run in one of its own, <base>/<run>, beneath its base
-// <mount>/<its own cgroup>/paddock-worker-<key>: the kernel then kills every process
+// <mount>/<its own cgroup>/paddock-worker-<key>, which the run's supervisor makes (and
+// the base with it, if missing) and removes: the kernel then kills every process
 // of a run at once (cgroup.kill, Linux 5.14), forks in flight included, and a process
 // cannot leave it without write access to another cgroup, so a restarted worker finds
 // all that an earlier life left in its base whatever happened to its supervisors.
@@ -99,8 +100,12 @@ func parseOwnCgroup(data []byte) (string, bool) {
 // child is the cgroup of run name beneath c.
 func (c cgroup) child(name string) cgroup { return cgroup(filepath.Join(string(c), name)) }
 
-// make creates c; one left by an earlier run of the same name is emptied first.
+// make creates c, and its parent if missing; one left by an earlier run of the same
+// name is emptied first.
 func (c cgroup) make() error {
+	if err := os.MkdirAll(filepath.Dir(string(c)), 0o755); err != nil {
+		return fmt.Errorf("cgroup: %w", err)
+	}
 	err := os.Mkdir(string(c), 0o755)
 	if errors.Is(err, os.ErrExist) {
 		if _, err := c.remove(); err != nil {

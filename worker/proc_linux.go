@@ -27,7 +27,8 @@ type runner struct {
 
 	// The base cgroup exists only while runs are in it, so that a worker killed while
 	// idle leaves no cgroup behind (and one killed while busy, none once its
-	// supervisors have removed theirs).
+	// supervisors have removed theirs). Supervisors make their run's cgroup, and the
+	// base if missing; the worker removes the base with its last run.
 	mu   sync.Mutex
 	runs int // runs in cgroups beneath base; guarded by mu
 }
@@ -186,10 +187,7 @@ func (r *runner) start(l launch) (taskProc, error) {
 	}
 	var cg cgroup
 	if r.mode == killModeCgroup {
-		var err error
-		if cg, err = r.enter(l.run); err != nil {
-			return nil, err
-		}
+		cg = r.enter(l.run)
 		spec.Cgroup = string(cg)
 	}
 	s, err := r.spawn(runMark(r.key, l.run), l.out, -1)
@@ -289,25 +287,16 @@ func (r *runner) killRun(run string, cg cgroup) int {
 	return n + killMarked(runMarkEnv+"="+runMark(r.key, run))
 }
 
-// enter makes the cgroup of run, and the base cgroup if no other run is in it.
-func (r *runner) enter(run string) (cgroup, error) {
+// enter counts a run in, and names its cgroup, which its supervisor makes: a worker
+// killed before the supervisor has its spec leaves none behind.
+func (r *runner) enter(run string) cgroup {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.runs == 0 {
-		if err := os.Mkdir(string(r.base), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return "", fmt.Errorf("cgroup: %w", err)
-		}
-	}
-	cg := r.base.child(run)
-	if err := cg.make(); err != nil {
-		r.removeBaseLocked()
-		return "", err
-	}
 	r.runs++
-	return cg, nil
+	return r.base.child(run)
 }
 
-// leave removes a run's cgroup (emptying it first if its supervisor could not), and
+// leave removes a run's cgroup if its supervisor could not (emptying it first), and
 // the base cgroup with the last run; cg "" is a run without one.
 func (r *runner) leave(cg cgroup) {
 	if cg == "" {
@@ -324,7 +313,7 @@ func (r *runner) leave(cg cgroup) {
 
 func (r *runner) removeBaseLocked() {
 	if r.runs == 0 {
-		os.Remove(string(r.base)) // fails, and stays, if a run's cgroup could not be removed
+		os.Remove(string(r.base)) // fails, and stays, if a run's cgroup could not be removed; the next run's supervisor makes it again
 	}
 }
 

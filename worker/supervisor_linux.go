@@ -251,6 +251,9 @@ func supervise(arg string) int {
 	}
 	pid, err := startTask(spec)
 	if err != nil {
+		if spec.Cgroup != "" {
+			cgroup(spec.Cgroup).remove()
+		}
 		rep.send(supervisorEvent{Event: evFailed, Error: err.Error()})
 		return 0
 	}
@@ -261,7 +264,7 @@ func supervise(arg string) int {
 }
 
 // startTask starts the task's first process: in a group of its own, as the user of
-// spec.Cred, in spec.Cgroup (clone3 CLONE_INTO_CGROUP: it never runs outside it), with
+// spec.Cred, in spec.Cgroup, made here (clone3 CLONE_INTO_CGROUP: it never runs outside it), with
 // SIGKILL as its parent-death signal (set after the user change, which clears it).
 func startTask(spec *supervisorSpec) (int, error) {
 	sys := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -269,6 +272,9 @@ func startTask(spec *supervisorSpec) (int, error) {
 		sys.Credential = &syscall.Credential{Uid: c.UID, Gid: c.GID, Groups: c.Groups}
 	}
 	if spec.Cgroup != "" {
+		if err := cgroup(spec.Cgroup).make(); err != nil {
+			return 0, err
+		}
 		fd, err := unix.Open(spec.Cgroup, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return 0, fmt.Errorf("cgroup %s: %w", spec.Cgroup, err)

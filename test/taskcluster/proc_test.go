@@ -144,6 +144,23 @@ func TestWorkerKilledTaskDies(t *testing.T) {
 		// The supervisor removed the run's cgroup and, the last, the worker's.
 		testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return base == "" || gone(base) },
 			"the dead worker's cgroup %s is left", base)
+
+		// Killed while it starts tasks — claimed, their supervisors starting or not —
+		// a worker leaves neither a process nor a cgroup.
+		w2 := c.startWorker("w2", 3, append(asNobody(), flag)...)
+		base2 := cgroupOf(t, w2)
+		mark2 := mark + "/starting"
+		for range 3 {
+			c.submit(task.Spec{Command: "sleep", Args: []string{"300"}, Env: map[string]string{"PROC_MARK": mark2}})
+		}
+		testutil.Eventually(t, 20*time.Second, 2*time.Millisecond, func() bool {
+			return strings.Count(w2.LogTail(1000), `msg="task claimed"`) >= 3
+		}, "w2 never claimed 3 tasks:\n%s", w2.LogTail(20))
+		w2.Kill()
+		testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool {
+			return len(testutil.ProcessesWithEnv("PROC_MARK="+mark2)) == 0 && (base2 == "" || gone(base2))
+		}, "a worker killed while starting tasks left processes %v, cgroup %s (exists: %v)",
+			testutil.ProcessesWithEnv("PROC_MARK="+mark2), base2, !gone(base2))
 	})
 }
 
