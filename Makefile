@@ -29,7 +29,10 @@ FUZZ_TARGETS := \
 	./server/quorum:FuzzPeerFrames \
 	./server/quorum:FuzzCheckedRaft \
 	./server/quorum:FuzzProves \
-	./provenance:FuzzVerify
+	./provenance:FuzzVerify \
+	./worker:FuzzSupervisorSpec \
+	./worker:FuzzParseStat \
+	./worker:FuzzParseRunAs
 
 .PHONY: run build test deps check vet fmt-check bench bench-micro bench-compare bench-ensemble bench-snapshot bench-memory fuzz lint clean
 

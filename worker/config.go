@@ -41,14 +41,28 @@ type Config struct {
 	OutputDir string
 	// MetricsAddr is where /metrics is served, host:port; empty for none.
 	MetricsAddr string
-	// KillGrace is how long a process group has to exit after SIGTERM before it gets
-	// SIGKILL, when a task times out, is cancelled or the worker stops; 0 kills at once.
+	// KillGrace is how long a task's processes have to exit after SIGTERM before they
+	// get SIGKILL, when a task times out, is cancelled or the worker stops; 0 kills at
+	// once.
 	KillGrace time.Duration
 	// StopGrace is how long a stopping worker (SIGTERM, or Run's context ended) lets
 	// its running tasks go on: it takes nothing new meanwhile, and when the grace is
 	// over it kills those still running and hands them back as lost runs, which do not
 	// count against their retries. 0 hands them back at once.
 	StopGrace time.Duration
+	// RunAs is the user tasks run as: a user name, or uid[:gid] (key run_as). A name
+	// (or a uid alone) takes the user's primary gid and groups from the user database;
+	// uid:gid takes exactly those, with no supplementary groups. A worker running as root
+	// needs it (or AllowRoot); one not running as root may set only itself.
+	RunAs string
+	// AllowRoot lets a worker running as root run tasks as root: with no run_as, or a
+	// run_as of uid 0. Without it such a worker refuses to start.
+	AllowRoot bool
+	// UseCgroup puts each run in a cgroup v2 of its own, where the worker can make one
+	// (Linux 5.14 or later, a writable cgroup2 hierarchy: root, or a delegated
+	// subtree), and kills its processes through it; false, or where it cannot, a run's
+	// supervisor alone kills them (see docs/security.md for what that leaves).
+	UseCgroup bool
 	// HeartbeatInterval is how often the worker's main loop rewrites its registration;
 	// readers judge it stale by the servers' clock when the write is older than
 	// task.StaleAfter of it. A stuck loop stops beating.
@@ -65,6 +79,7 @@ func DefaultConfig() Config {
 		Capacity:       runtime.NumCPU(),
 		KillGrace:      5 * time.Second,
 		StopGrace:      30 * time.Second,
+		UseCgroup:      true,
 
 		HeartbeatInterval: 3 * time.Second,
 	}
@@ -96,6 +111,9 @@ func (c Config) Validate() error {
 	}
 	if c.StopGrace < 0 {
 		bad("stop_grace", c.StopGrace, "want 0 or more (0 hands running tasks back at once)")
+	}
+	if _, _, err := parseRunAs(c.RunAs); err != nil {
+		bad("run_as", fmt.Sprintf("%q", c.RunAs), "%v", err)
 	}
 	if c.HeartbeatInterval < 100*time.Millisecond {
 		bad("heartbeat_interval", c.HeartbeatInterval, "want 100ms or more")

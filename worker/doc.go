@@ -33,21 +33,40 @@
 //
 // # Runs
 //
-//	command     spec.Command with spec.Args, in spec.Dir, stdin /dev/null, in a process
-//	            group of its own (Linux; elsewhere only the process is signalled)
-//	environment the worker's, then spec.Env, then PADDOCK_TASK_ID and PADDOCK_TASK_ATTEMPT
+//	command     spec.Command with spec.Args (looked up in the worker's PATH), in spec.Dir,
+//	            stdin /dev/null, as the run_as user, under a task supervisor (Linux;
+//	            elsewhere a plain child, and only it is signalled)
+//	environment the worker's, then the run_as user's HOME, USER and LOGNAME, then
+//	            spec.Env, then PADDOCK_TASK_ID, PADDOCK_TASK_ATTEMPT and
+//	            PADDOCK_TASK_RUN=<worker key>/<task>.<attempt>, the run's mark
 //	output      stdout and stderr together into <output_dir>/<task>/attempt-<n>.log, and
 //	            the last 4 KiB (valid UTF-8) into the record's output_tail
-//	timeout     spec.Timeout: SIGTERM to the group, SIGKILL after kill_grace; the run
-//	            fails with "timed out after <timeout>"
-//	cancel      /tasks/<task>/cancel, watched while the run lasts: the group is ended the
-//	            same way and the task is cancelled; a cancel found before the start ends
-//	            the task without running it
-//	no start    a command that cannot start (not found, no such directory) is a failed
-//	            run, exit code -1, the error in words
+//	timeout     spec.Timeout: SIGTERM to every process of the task, SIGKILL after
+//	            kill_grace; the run fails with "timed out after <timeout>"
+//	cancel      /tasks/<task>/cancel, watched while the run lasts: the task is ended the
+//	            same way and cancelled; a cancel found before the start ends the task
+//	            without running it
+//	no start    a command that cannot start (not found, no such directory, not for the
+//	            run_as user) is a failed run, exit code -1, the error in words
 //
-// When the group's leader exits, what is left of the group is killed: a task's
-// processes end with it.
+// # Processes
+//
+// No process of a task outlives its run. The worker re-executes its own program
+// (SupervisorMain) as the supervisor of each run: a child subreaper, so that every
+// process the task starts stays beneath it whatever session or group it moves to. When
+// the task's first process exits, when the worker ends the task, and when the control
+// pipe from the worker ends — the worker died, however — the supervisor kills every
+// process beneath it (signals sent through pidfds, never to a reused pid) until none is
+// left. Where the worker can make a cgroup v2 (use_cgroup; checked at start, said in the
+// log and in paddock_worker_kill_mode), each run is born into a cgroup of its own,
+// <its cgroup>/paddock-worker-<key>/<task>.<attempt>, and is killed through it. A
+// supervisor that dies itself has what it left killed by the worker, by the run's
+// cgroup and mark; a restarted worker kills every process of an earlier life of its
+// own — same id and output directory, the key — once its registration is its own and
+// before it claims anything.
+//
+// run_as is the user tasks run as; a worker running as root refuses to start without it
+// unless allow_root is set. See docs/security.md.
 //
 // # Outcomes
 //
@@ -79,8 +98,8 @@
 // # Session
 //
 // While disconnected (suspended) the tasks keep running. When the session is lost —
-// expired, or cut off for its whole timeout — every running task's group gets SIGKILL
-// at once and nothing is recorded for them: the master gives them to another worker.
+// expired, or cut off for its whole timeout — every process of every running task
+// gets SIGKILL at once and nothing is recorded for them: the master gives them to another worker.
 // A run whose process had already ended is still recorded if its assignment stands.
 //
 // # Metrics
@@ -92,4 +111,9 @@
 //	                                                failed, cancelled, retry or handed_back
 //	paddock_worker_task_duration_seconds            histogram: process run times
 //	paddock_worker_capacity                         gauge: the configured capacity
+//	paddock_worker_kill_mode{mode}                  gauge: 1 for cgroup, subreaper or group
+//	paddock_worker_leftover_processes_killed_total{when}
+//	                                                counter: processes killed whose run's
+//	                                                supervisor was gone: start (an earlier
+//	                                                life's) or run (a supervisor that died)
 package worker

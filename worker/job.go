@@ -56,7 +56,7 @@ type outcome struct {
 	abandoned error
 }
 
-// outputDrain bounds the wait for a run's output once its process group is killed.
+// outputDrain bounds the wait for a run's output once its processes are killed.
 const outputDrain = 2 * time.Second
 
 // execute runs j's process and returns its outcome, or nil if the run was abandoned.
@@ -86,23 +86,22 @@ func (l *loop) execute(j *job) *outcome {
 	return l.supervise(j, p, watch)
 }
 
-// process is a started task process.
+// process is a started task.
 type process struct {
-	cmd     *exec.Cmd
+	proc    taskProc
 	out     *output
 	started time.Time
-	exited  chan struct{} // closed when the process has exited; then waitErr is set
-	waitErr error
 }
 
-// startProcess starts j's command in a process group of its own, stdin from /dev/null,
-// stdout and stderr into an output. A command that cannot start (not found, its
-// directory missing) returns an error, with the process's start time, and leaves no
-// output file.
+// startProcess starts j's command, stdin from /dev/null, stdout and stderr into an
+// output, through the worker's runner: as the run_as user, every process of it to end
+// with it. A command that cannot start (not found, its directory missing, not
+// executable by the run_as user) returns an error, with the process's start time, and
+// leaves no output file.
 func (l *loop) startProcess(j *job) (*process, error) {
-	p := &process{started: now(), exited: make(chan struct{})}
-	cmd := exec.Command(j.spec.Command, j.spec.Args...)
-	if cmd.Err != nil { // not found in PATH
+	p := &process{started: now()}
+	cmd := exec.Command(j.spec.Command, j.spec.Args...) // resolves the command as os/exec does
+	if cmd.Err != nil {                                 // not found in PATH
 		return p, cmd.Err
 	}
 	if err := checkDir(j.spec.Dir); err != nil {
@@ -113,11 +112,9 @@ func (l *loop) startProcess(j *job) (*process, error) {
 		return p, err
 	}
 	p.out = out
-	cmd.Dir = j.spec.Dir
-	cmd.Env = l.environ(j)
-	cmd.Stdout, cmd.Stderr = out.w, out.w
-	ownGroup(cmd)
-	if err := cmd.Start(); err != nil {
+	run := runName(j.id, j.a.Attempt)
+	proc, err := l.w.runner.start(launch{path: cmd.Path, args: cmd.Args, dir: j.spec.Dir, env: l.environ(j, run), out: out.w, run: run})
+	if err != nil {
 		out.close()
 		if out.path != "" {
 			os.Remove(out.path)
@@ -126,12 +123,8 @@ func (l *loop) startProcess(j *job) (*process, error) {
 		return p, err
 	}
 	out.started()
-	p.cmd = cmd
-	l.logger.Info("task started", "task", j.id, "attempt", j.a.Attempt, "pid", cmd.Process.Pid)
-	go func() {
-		p.waitErr = cmd.Wait()
-		close(p.exited)
-	}()
+	p.proc = proc
+	l.logger.Info("task started", "task", j.id, "attempt", j.a.Attempt, "pid", proc.PID())
 	return p, nil
 }
 
@@ -155,17 +148,21 @@ func checkDir(dir string) error {
 	return nil
 }
 
-// environ is the worker's environment, then the spec's, then the task's id and attempt.
-func (l *loop) environ(j *job) []string {
-	env := os.Environ()
+// environ is the worker's environment, then the run_as user's HOME, USER and LOGNAME,
+// then the spec's, then the task's id and attempt and the run's mark; a later entry of
+// a name replaces an earlier one.
+func (l *loop) environ(j *job, run string) []string {
+	env := append(os.Environ(), l.w.runner.userEnv()...)
 	for _, k := range slices.Sorted(maps.Keys(j.spec.Env)) {
 		env = append(env, k+"="+j.spec.Env[k])
 	}
-	return append(env, "PADDOCK_TASK_ID="+j.id, "PADDOCK_TASK_ATTEMPT="+strconv.Itoa(j.a.Attempt))
+	env = append(env, "PADDOCK_TASK_ID="+j.id, "PADDOCK_TASK_ATTEMPT="+strconv.Itoa(j.a.Attempt),
+		runMarkEnv+"="+runMark(l.w.key, run))
+	return dedupEnv(env)
 }
 
-// supervise waits for p to exit, ending its group on a timeout, a cancel request, or
-// when the run is abandoned, and returns the outcome (nil if abandoned).
+// supervise waits for p to end, ending it on a timeout, a cancel request, or when the
+// run is abandoned, and returns the outcome (nil if abandoned).
 func (l *loop) supervise(j *job, p *process, cancelWatch <-chan zk.Event) *outcome {
 	watchCtx, stopWatch := context.WithCancel(j.ctx)
 	defer stopWatch()
@@ -176,14 +173,14 @@ func (l *loop) supervise(j *job, p *process, cancelWatch <-chan zk.Event) *outco
 		defer t.Stop()
 		timeout = t.C
 	}
-	k := &killer{p: p.cmd.Process, grace: l.w.cfg.KillGrace, logger: l.logger.With("task", j.id)}
+	k := &killer{p: p.proc, grace: l.w.cfg.KillGrace, logger: l.logger.With("task", j.id)}
 	defer k.stop()
 	o := &outcome{state: task.Failed, started: p.started}
 	abandon := j.ctx.Done()
 	for {
 		select {
-		case <-p.exited:
-			return l.exited(j, p, k, o)
+		case <-p.proc.Done():
+			return l.exited(j, p, o)
 		case <-timeout:
 			timeout = nil
 			o.setReason(task.Failed, fmt.Sprintf("timed out after %v", time.Duration(j.spec.Timeout)))
@@ -206,15 +203,14 @@ func (l *loop) supervise(j *job, p *process, cancelWatch <-chan zk.Event) *outco
 	}
 }
 
-// exited completes the outcome of an exited process: it kills what is left of its
-// group, drains its output and reads its exit.
-func (l *loop) exited(j *job, p *process, k *killer, o *outcome) *outcome {
-	k.sweep()
+// exited completes the outcome of an ended task — its first process exited, the rest
+// killed: it drains its output and reads its exit.
+func (l *loop) exited(j *job, p *process, o *outcome) *outcome {
 	o.finished = now()
 	o.tail = p.out.wait(outputDrain)
 	o.file = p.out.path
-	o.exitCode = p.cmd.ProcessState.ExitCode()
-	o.signal = signalOf(p.cmd.ProcessState)
+	end := p.proc.End()
+	o.exitCode, o.signal = end.exitCode, end.signal
 	elapsed := o.finished.Sub(o.started)
 	var hb *handBack
 	if errors.As(o.abandoned, &hb) {
@@ -231,10 +227,10 @@ func (l *loop) exited(j *job, p *process, k *killer, o *outcome) *outcome {
 	switch {
 	case o.reason != "":
 		o.err = o.reason
-	case p.waitErr == nil:
+	case end.err == nil:
 		o.state = task.Done
 	default:
-		o.err = p.waitErr.Error()
+		o.err = end.err.Error()
 	}
 	l.w.metrics.duration.Observe(elapsed.Seconds())
 	l.logger.Info("task process ended", "task", j.id, "attempt", j.a.Attempt, "state", o.state,

@@ -2,21 +2,20 @@ package worker
 
 import (
 	"log/slog"
-	"os"
 	"time"
 )
 
-// killer ends a task's process group: SIGTERM first, SIGKILL once the grace period is
-// over. It is used by the job's goroutine only.
+// killer ends a task's processes, all of them: SIGTERM first, SIGKILL once the grace
+// period is over. It is used by the job's goroutine only.
 type killer struct {
-	p      *os.Process
+	p      taskProc
 	grace  time.Duration
 	logger *slog.Logger
 	timer  *time.Timer // from the SIGTERM to the SIGKILL
 	killed bool        // SIGKILL was sent
 }
 
-// terminate asks the group to end; a second call does nothing.
+// terminate asks the task to end; a second call does nothing.
 func (k *killer) terminate() {
 	if k.timer != nil || k.killed {
 		return
@@ -29,7 +28,7 @@ func (k *killer) terminate() {
 	k.timer = time.NewTimer(k.grace)
 }
 
-// graceOver fires when the group has had its grace period after terminate.
+// graceOver fires when the task has had its grace period after terminate.
 func (k *killer) graceOver() <-chan time.Time {
 	if k.timer == nil || k.killed {
 		return nil
@@ -37,23 +36,12 @@ func (k *killer) graceOver() <-chan time.Time {
 	return k.timer.C
 }
 
-// kill sends SIGKILL to the group.
+// kill sends SIGKILL to every process of the task.
 func (k *killer) kill() {
 	if !k.killed {
 		k.killed = true
 		k.signal(true)
 	}
-}
-
-// sweep kills what is left of the group once its leader has exited: a task's
-// processes end with it. The leader has been reaped by then, but its pid, the group's
-// id, stays taken while any member of the group lives; a group with none left answers
-// ESRCH.
-func (k *killer) sweep() {
-	if err := signalGroup(k.p, true); err != nil {
-		k.logger.Debug("cannot kill what is left of the task's process group", "err", err)
-	}
-	k.stop()
 }
 
 func (k *killer) stop() {
@@ -67,8 +55,8 @@ func (k *killer) signal(hard bool) {
 	if hard {
 		sig = "SIGKILL"
 	}
-	k.logger.Info("signalling task process group", "signal", sig, "pid", k.p.Pid)
-	if err := signalGroup(k.p, hard); err != nil {
-		k.logger.Warn("cannot signal task process group", "signal", sig, "pid", k.p.Pid, "err", err)
+	k.logger.Info("signalling task processes", "signal", sig, "pid", k.p.PID())
+	if err := k.p.Signal(hard); err != nil {
+		k.logger.Warn("cannot signal task processes", "signal", sig, "pid", k.p.PID(), "err", err)
 	}
 }

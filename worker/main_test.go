@@ -6,5 +6,10 @@ import (
 	"go.uber.org/goleak"
 )
 
-// TestMain fails the package's tests if any goroutine they started outlives them.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs a task supervisor if the binary was started as one (the workers under
+// test start this binary as theirs); otherwise it runs the tests and fails them if any
+// goroutine they started outlives them.
+func TestMain(m *testing.M) {
+	SupervisorMain()
+	goleak.VerifyTestMain(m)
+}

@@ -27,6 +27,8 @@ type Worker struct {
 	outDir  string // absolute
 	logger  *slog.Logger
 	metrics *metrics
+	key     string  // workerKey: marks this worker's runs across its lives
+	runner  *runner // starts tasks and ends them
 	// dialer, if set, opens the session's connections: tests cut them with it.
 	dialer zk.Dialer
 
@@ -53,14 +55,19 @@ func New(cfg Config, logger *slog.Logger) (*Worker, error) {
 	}
 	cfg.Servers = append([]string(nil), cfg.Servers...)
 	cfg.Labels = append([]string(nil), cfg.Labels...)
-	return &Worker{
+	w := &Worker{
 		cfg:     cfg,
 		labels:  labels,
 		layout:  layout,
 		outDir:  outDir,
 		logger:  logger.With("worker", cfg.ID),
 		metrics: newMetrics(cfg.Capacity),
-	}, nil
+		key:     workerKey(cfg.ID, outDir),
+	}
+	if w.runner, err = newRunner(cfg, w.key, newProcMetrics(w.metrics.reg), w.logger); err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 // Addr returns the address /metrics is served on, once Run has opened it; nil before,
@@ -74,7 +81,7 @@ func (w *Worker) Addr() net.Addr {
 // Run registers the worker and runs the tasks assigned to it until ctx ends. It then
 // stops gracefully: it says "stopping" in its registration (the master assigns it
 // nothing more), hands back assignments it has not started, and lets its running tasks
-// go on for StopGrace; those still running then have their process groups ended
+// go on for StopGrace; those still running then have their processes ended
 // (SIGTERM, then SIGKILL after KillGrace) and are handed back as lost runs, which do not
 // count against their retries. It then removes /workers/<id> and closes the session. A
 // drain request in /drain/<id> does the same without stopping (and with its own
@@ -87,6 +94,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	if err := os.MkdirAll(w.outDir, 0o755); err != nil {
 		return fmt.Errorf("worker: output_dir = %s: %w", w.outDir, err)
+	}
+	if err := w.runner.setUp(); err != nil {
+		return err
 	}
 	if w.cfg.MetricsAddr != "" {
 		ms, err := metricsserver.Listen(w.cfg.MetricsAddr, w.metrics.reg)
@@ -108,6 +118,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil || reg == nil {
 		return err
 	}
+	w.runner.sweep() // what an earlier life left dies before anything is claimed
 	l := newLoop(w, sess, reg, info)
 	err = l.run(ctx)
 	l.endLife()

@@ -17,9 +17,12 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/paddock/paddock/worker"
 )
 
 func main() {
+	worker.SupervisorMain() // a worker's task supervisor is this program re-executed
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	context.AfterFunc(ctx, stop) // after the first signal, the default action: a second one kills
 	err := newRootCmd().ExecuteContext(ctx)

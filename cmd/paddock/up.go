@@ -73,6 +73,7 @@ paddock server does; the services connect to it.`,
 	f.Int("workers", 2, "workers to run")
 	f.Int("capacity", runtime.NumCPU(), "tasks each worker runs at once")
 	addUpPortFlags(f)
+	addUpRunAsFlags(f)
 	return cmd
 }
 
@@ -244,12 +245,14 @@ func upServices(cmd *cobra.Command, cfg server.Config, addr string, logger *slog
 		return nil, err
 	}
 	services := []upService{{"master", m.Run}}
+	runAs, allowRoot := upRunAs(cmd, logger)
 	for i := 1; i <= n; i++ {
 		wc := worker.DefaultConfig()
 		wc.Servers, wc.ID, wc.Capacity = []string{addr}, fmt.Sprintf("up-worker-%d", i), capacity
 		wc.OutputDir = filepath.Join(cfg.DataDir, "worker-"+wc.ID, "output")
 		wc.MetricsAddr = metricsAddr(i)
 		wc.Access = plat.access(coordinator.RoleWorker)
+		wc.RunAs, wc.AllowRoot = runAs, allowRoot
 		w, err := worker.New(wc, logger.With("component", "worker"))
 		if err != nil {
 			return nil, err

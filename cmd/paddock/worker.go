@@ -26,6 +26,11 @@ each ended. Its id must stay the same across restarts.
 Configuration, in increasing precedence: defaults, the worker section of --config FILE,
 PADDOCK_WORKER_* environment variables (PADDOCK_WORKER_ZK), then the flags below.
 
+Tasks run as --run-as (run_as): a worker running as root refuses to start without it,
+unless --allow-root. Each task runs under a supervisor process: when the task's first
+process exits, or the worker dies (even by SIGKILL), every process the task started is
+killed; a restarted worker kills what its previous life left before it claims a task.
+
 SIGTERM (or Ctrl-C) stops it gracefully: it takes nothing new, lets running tasks end
 within --stop-grace, then kills those left and hands them back as lost runs (which do
 not count against their retries). A second signal ends it at once.
@@ -50,6 +55,9 @@ show the workers with their state.`,
 	f.String("addr", def.Addr, "address advertised in /workers/<id> (informational)")
 	f.Duration("kill-grace", def.KillGrace, "time between SIGTERM and SIGKILL when a task is stopped")
 	f.Duration("stop-grace", def.StopGrace, "on SIGTERM, time running tasks have to end before they are killed and handed back")
+	f.String("run-as", def.RunAs, "`user` (a name, or uid[:gid]) tasks run as; a worker running as root needs it, or --allow-root")
+	f.Bool("allow-root", def.AllowRoot, "let a worker running as root run tasks as root")
+	f.Bool("use-cgroup", def.UseCgroup, "put each run in a cgroup v2 of its own where the worker can make one, and kill through it")
 	f.Duration("heartbeat-interval", def.HeartbeatInterval, "how often the worker's loop rewrites its registration; readers call it stale after 3x this (at least 10s) by the servers' clock")
 	cmd.AddCommand(newWorkerAdminCmds()...)
 	return cmd
@@ -171,6 +179,6 @@ func runWorker(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("worker starting", "id", cfg.ID, "capacity", cfg.Capacity, "zk", cfg.Servers)
+	logger.Info("worker starting", "id", cfg.ID, "capacity", cfg.Capacity, "zk", cfg.Servers, "run_as", cfg.RunAs, "allow_root", cfg.AllowRoot)
 	return w.Run(cmd.Context())
 }

@@ -133,7 +133,8 @@ func (h *harness) startCluster() {
 	wcfg := worker.DefaultConfig()
 	wcfg.Servers, wcfg.ID, wcfg.Capacity, wcfg.OutputDir = []string{h.addr}, "w1", 2, t.TempDir()
 	wcfg.KillGrace, wcfg.SignersFile = time.Second, h.keys.SignersFile
-	wcfg.StopGrace = 0 // a task still running when the test ends is handed back at once
+	wcfg.StopGrace = 0    // a task still running when the test ends is handed back at once
+	wcfg.AllowRoot = true // tasks use the test's directories, which are root's alone under CI
 	w, err := worker.New(wcfg, testutil.TestLogger())
 	if err != nil {
 		t.Fatal(err)
@@ -441,4 +442,9 @@ func (h *harness) screenshot(step string) {
 // paddock is the binary the tests that kill ensemble members run their services as.
 var paddock testutil.Binary
 
-func TestMain(m *testing.M) { paddock.Main(m) }
+// TestMain runs a task supervisor if this binary was started as one (startCluster's
+// worker starts it as its tasks' supervisor), the tests otherwise.
+func TestMain(m *testing.M) {
+	worker.SupervisorMain()
+	paddock.Main(m)
+}

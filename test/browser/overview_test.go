@@ -76,7 +76,8 @@ func startOnEnsemble(t *testing.T) (*harness, *testutil.Ensemble) {
 	h.startChild(filepath.Join(dir, "master.log"), "master", "--zk", zk, "--id", "m1",
 		"--signing-key", h.keys.KeyFile(coordinator.RoleMaster), "--signers-file", h.keys.SignersFile)
 	h.startChild(filepath.Join(dir, "worker.log"), "worker", "--zk", zk, "--id", "w1", "--capacity", "2",
-		"--output-dir", filepath.Join(dir, "output"), "--kill-grace", "1s", "--stop-grace", "0s", "--signers-file", h.keys.SignersFile)
+		"--output-dir", filepath.Join(dir, "output"), "--kill-grace", "1s", "--stop-grace", "0s", "--signers-file", h.keys.SignersFile,
+		"--allow-root")
 	h.url = "http://" + listen
 	if !testutil.WaitFor(20*time.Second, 100*time.Millisecond, func() bool {
 		resp, err := http.Get(h.url + "/login")

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -165,8 +166,8 @@ func TestCLI(t *testing.T) {
 }
 
 // TestUp: paddock up runs the server, a master, two workers and a log collector in one
-// process; a task submitted to it runs, its own log is collected, and SIGTERM stops it
-// all cleanly.
+// process; a task submitted to it runs — as nobody where paddock up runs as root, which
+// it says — its own log is collected, and SIGTERM stops it all cleanly.
 func TestUp(t *testing.T) {
 	port, err := testutil.FreePort()
 	if err != nil {
@@ -187,9 +188,16 @@ func TestUp(t *testing.T) {
 		ws, _, err := s.Conn().Children(c.layout.Workers())
 		return err == nil && len(ws) == 2
 	}, "two workers register")
-	id := c.submit(task.Spec{Command: "sh", Args: []string{"-c", "echo up"}})
-	if tk := c.waitAll([]string{id}, 30*time.Second)[id]; tk.State != task.Done || tk.Status.OutputTail != "up\n" {
-		t.Fatalf("%s: %s, output %q, error %q", id, tk.State, tk.Status.OutputTail, tk.Status.Error)
+	id := c.submit(task.Spec{Command: "sh", Args: []string{"-c", "echo up; id -u"}})
+	uid := strconv.Itoa(os.Geteuid())
+	if uid == "0" {
+		uid = "65534"
+	}
+	if tk := c.waitAll([]string{id}, 30*time.Second)[id]; tk.State != task.Done || tk.Status.OutputTail != "up\n"+uid+"\n" {
+		t.Fatalf("%s: %s, output %q, error %q; want up and uid %s", id, tk.State, tk.Status.OutputTail, tk.Status.Error, uid)
+	}
+	if said := strings.Contains(up.LogTail(1000), "the workers run tasks as nobody"); said != (os.Geteuid() == 0) {
+		t.Errorf("paddock up as uid %d said it runs tasks as nobody: %v", os.Geteuid(), said)
 	}
 	upAttacks(t, addr, filepath.Join(dir, "data"), up)
 	// The log collector ships the platform's own log, the demo source.

@@ -220,7 +220,7 @@ func TestDuplicateWorkerID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := c.start("worker-w1-again", "worker", "--id", "w1", "--output-dir", filepath.Join(c.dir, "again"))
+	second := c.start("worker-w1-again", "worker", "--id", "w1", "--output-dir", filepath.Join(c.dir, "again"), "--allow-root")
 	select {
 	case <-second.Exited():
 	case <-time.After(30 * time.Second):

@@ -100,11 +100,13 @@ func (c *cluster) startMaster(id string, extra ...string) *testutil.Child {
 	return p
 }
 
-// startWorker starts worker id; extra are more flags.
+// startWorker starts worker id; extra are more flags. Its tasks run as the test does
+// (--allow-root): they write into the test's directories; proc_test.go runs them as
+// nobody.
 func (c *cluster) startWorker(id string, capacity int, extra ...string) *testutil.Child {
 	c.t.Helper()
 	p := c.start("worker-"+id, append([]string{"worker", "--id", id, "--capacity", strconv.Itoa(capacity),
-		"--output-dir", filepath.Join(c.dir, "output-"+id), "--kill-grace", "1s"}, extra...)...)
+		"--output-dir", filepath.Join(c.dir, "output-"+id), "--kill-grace", "1s", "--allow-root"}, extra...)...)
 	c.workers[id] = p
 	return p
 }

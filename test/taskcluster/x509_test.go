@@ -164,7 +164,7 @@ func TestX509Deployment(t *testing.T) {
 	d := newX509Deployment(t)
 	d.masters["m1"] = d.start("master-m1", append([]string{"master", "--id", "m1"}, d.tlsRolesArgs("master")...)...)
 	d.workers["w1"] = d.start("worker-w1", append([]string{"worker", "--id", "w1", "--capacity", "2",
-		"--output-dir", filepath.Join(d.dir, "output-w1"), "--kill-grace", "1s"}, d.tlsArgs("worker")...)...)
+		"--output-dir", filepath.Join(d.dir, "output-w1"), "--kill-grace", "1s", "--allow-root"}, d.tlsArgs("worker")...)...)
 	testutil.Eventually(t, 20*time.Second, 50*time.Millisecond, func() bool {
 		ws, _, err := d.s.Conn().Children(d.layout.Workers())
 		return err == nil && slices.Contains(ws, "w1") && d.activeMaster() == "m1"
