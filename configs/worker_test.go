@@ -10,7 +10,7 @@ import (
 // naming the key and where it came from.
 func TestLoadWorkerRunAs(t *testing.T) {
 	clearPaddockEnv(t)
-	file := writeFile(t, "w.yaml", "worker:\n  id: w1\n  run_as: nobody\n  use_cgroup: false\n")
+	file := writeFile(t, "w.yaml", "worker:\n  id: w1\n  signers_file: /etc/paddock/signers\n  run_as: nobody\n  use_cgroup: false\n")
 	w, err := LoadWorker(Options{File: file})
 	if err != nil || w.RunAs != "nobody" || w.AllowRoot || w.UseCgroup {
 		t.Fatalf("from the file: run_as %q, allow_root %v, use_cgroup %v, %v", w.RunAs, w.AllowRoot, w.UseCgroup, err)
@@ -33,7 +33,7 @@ func TestTaskEnvironmentIsNoConfig(t *testing.T) {
 		name, value, _ := strings.Cut(kv, "=")
 		t.Setenv(name, value)
 	}
-	if _, err := LoadWorker(Options{File: writeFile(t, "w.yaml", "worker:\n  id: w1\n")}); err != nil {
+	if _, err := LoadWorker(Options{File: writeFile(t, "w.yaml", "worker:\n  id: w1\n  signers_file: /etc/paddock/signers\n")}); err != nil {
 		t.Fatalf("with a task's environment: %v", err)
 	}
 }

@@ -246,7 +246,7 @@ func TestResolveRunAs(t *testing.T) {
 // run_as in its errors.
 func TestNewChecksRunAs(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.ID, cfg.OutputDir = "w1", t.TempDir()
+	cfg.ID, cfg.OutputDir, cfg.SignersFile = "w1", t.TempDir(), testutil.NewKeys(t).SignersFile
 	_, err := New(cfg, nil)
 	if _, want := checkIdentity(identity{}, "", false, os.Geteuid(), os.Getegid()); (err == nil) != (want == nil) {
 		t.Errorf("New with no run_as as uid %d: %v; want %v", os.Geteuid(), err, want)
