@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"sync"
@@ -29,6 +30,9 @@ type Worker struct {
 	metrics *metrics
 	// dialer, if set, opens the session's connections: tests cut them with it.
 	dialer zk.Dialer
+	// rand is the source of the backoffs' jitter, used by the loop's goroutine only; nil
+	// is math/rand/v2's global one (tests seed their own).
+	rand *rand.Rand
 
 	ran atomic.Bool // Run was called
 
