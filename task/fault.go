@@ -104,6 +104,16 @@ func (c *Client) fault(ctx context.Context, p string) (*Fault, error) {
 	return &f, nil
 }
 
+// faultOf returns the fault at p for a view: nil if there is none, or it cannot be
+// read (a view is not refused for it).
+func (c *Client) faultOf(ctx context.Context, p string) *Fault {
+	f, err := c.fault(ctx, p)
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
 // ClearJobFault deletes the fault on record of job name: the active master tries the
 // job again at once (and records it again if it fails again). Clearing a job with no
 // fault is not an error.

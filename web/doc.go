@@ -88,6 +88,8 @@
 //	                                            JobView's) or the one it reads: 409 if changed since
 //	POST   /api/v1/jobs/:name/enable            and /disable: {name, enabled}
 //	POST   /api/v1/jobs/:name/run               a run now, enabled or not: 201 {id, job}
+//	POST   /api/v1/jobs/:name/clear-error       deletes the master's record of the job in error (its
+//	                                            view's fault): the master tries it again at once
 //	DELETE /api/v1/jobs/:name                   its fire records too; the tasks it started stay
 //
 // A job's task is answered and audited with its secrets masked, as a task's; a PUT that
@@ -95,8 +97,9 @@
 // console cannot restore is 400 (it never stores the mask as a secret).
 //
 //	GET    /api/v1/workers                      {master: task.MasterInfo or null, workers: [{id, info,
-//	                                            assigned, running, beat, stale}]} (counts of /assign/<id>'s children;
-//	                                            stale: no heartbeat within info.heartbeat×3, ≥10 s)
+//	                                            assigned, running, beat, stale, refused}]} (counts of
+//	                                            /assign/<id>'s assignments; stale: no heartbeat within
+//	                                            info.heartbeat×3, ≥10 s; refused: [task.Refusal])
 //
 // Replication (replicator.Admin, which masks the DSNs' passwords: the console
 // answers, shows and audits only its masked views, so a password never leaves it):
