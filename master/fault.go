@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
+	"slices"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -67,11 +68,9 @@ type fault struct {
 	rec   task.Fault    // as recorded (or to be)
 	retry backoff.Retry // the failures in a row and the next wait
 	round uint64        // the step of the latest failure: an item that goes through in a later step is cleared
-	// written: rec is in the item's fault node; gen tells this term's writes of it apart,
-	// so that a watch from an earlier record is not taken for an operator's clear.
+	// written: rec is in the item's fault node (one that goes missing was cleared by an
+	// operator: readFaults).
 	written bool
-	watched bool
-	gen     uint64
 	marked  bool // the retry that came due has been marked for reading
 	// clearing: the item went through but its node could not be deleted yet; the item is
 	// not held back meanwhile.
@@ -161,28 +160,37 @@ func (l *leader) inError(k faultKey) bool {
 	return f != nil && !f.clearing
 }
 
-// passed clears item k's fault if the item went through this step: it did not fail in
-// it. A fault of step only is cleared when step is given.
-func (l *leader) passed(k faultKey, step string) {
+// passed clears item k's fault if it is one of steps and the item did not fail again in
+// this step of the term: what failed has gone through.
+func (l *leader) passed(k faultKey, steps ...string) {
 	f := l.faults[k]
-	if f == nil || f.round == l.round && !f.clearing || step != "" && f.rec.Step != step {
+	if f == nil || f.round == l.round && !f.clearing || !slices.Contains(steps, f.rec.Step) {
 		return
 	}
 	l.clearFault(k)
 }
 
 // clearFault forgets item k's fault and deletes its node: the item went through, ended
-// or is gone. A delete that fails is tried again the next time the item passes.
+// or is gone. A delete that fails is tried again, with the backoff, the next time the
+// item passes or is found gone.
 func (l *leader) clearFault(k faultKey) {
 	f := l.faults[k]
-	if f == nil {
+	if f == nil || f.clearing && time.Now().Before(f.rec.Next) {
 		return
 	}
 	if f.written {
 		err := l.multi(&zk.DeleteRequest{Path: l.faultPath(k), Version: -1})
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
-			l.logger.Warn("cannot delete the record of an item no longer in error", "kind", k.kind, "item", k.name, "err", err)
-			f.clearing = true
+			level := slog.LevelDebug
+			if !f.clearing {
+				level = slog.LevelWarn
+				f.retry.Reset()
+			}
+			wait := f.retry.Fail()
+			f.clearing, f.rec.Next = true, time.Now().Add(wait)
+			l.logger.Log(context.Background(), level, "cannot delete the record of an item no longer in error",
+				"kind", k.kind, "item", k.name, "err", err, "retry_in", wait.Round(time.Millisecond))
+			l.updateFaultGauge()
 			return
 		}
 	}
@@ -212,8 +220,15 @@ func (l *leader) writeFault(k faultKey, f *fault) {
 	}
 	err := l.multi(op)
 	switch {
-	case !f.written && errors.Is(err, zk.ErrNodeExists), f.written && errors.Is(err, zk.ErrNoNode):
-		f.written = !f.written // an earlier term's record, or cleared meanwhile: the other way
+	case !f.written && errors.Is(err, zk.ErrNodeExists):
+		f.written = true // an earlier term's record: replaced
+		l.writeFault(k, f)
+		return
+	case f.written && errors.Is(err, zk.ErrNoNode):
+		// Cleared by an operator before its watch told: this failure starts a new record.
+		f.written = false
+		f.retry.Reset()
+		f.rec.Since, f.rec.Tries, f.rec.Next = f.rec.Last, 1, f.rec.Last.Add(f.retry.Fail())
 		l.writeFault(k, f)
 		return
 	case err != nil:
@@ -221,67 +236,68 @@ func (l *leader) writeFault(k faultKey, f *fault) {
 		return
 	}
 	f.written = true
-	if !f.watched {
-		l.watchFault(k, f)
+}
+
+// faultDirs are the directories of the fault records, by kind.
+func (l *leader) faultDirs() map[string]string {
+	return map[string]string{task.FaultJob: l.l.JobFaults(), task.FaultTask: l.l.TaskFaults()}
+}
+
+// readFaults lists the fault records of kind, arming a watch on the directory (its
+// children change when a record is made or deleted, not when one is rewritten at a
+// retry). A record this term does not know, an earlier term's, is adopted: kept while
+// its item is in error, tried again at once, deleted when it passes. A record this term
+// wrote that is missing was deleted by an operator: the item is no longer in error and
+// is read and tried again at once (if it fails again, it is recorded anew).
+func (l *leader) readFaults(ctx context.Context, kind string, d *dirtySet) error {
+	dir := l.faultDirs()[kind]
+	armed := l.faultsArmed[kind]
+	names, err := l.children(ctx, dir, &armed, func(d *dirtySet) { d.markFaults(kind) })
+	l.faultsArmed[kind] = armed
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil // made at the next takeover; meanwhile items in error are only logged
 	}
-}
-
-// watchFault arms a watch on k's fault node: its delete, by an operator, tries the item
-// again at once.
-func (l *leader) watchFault(k faultKey, f *fault) {
-	ok, _, ev, err := l.conn.ExistsW(l.faultPath(k))
-	if err != nil || !ok {
-		return // the next write arms it
+	if err != nil {
+		return err
 	}
-	f.gen++
-	f.watched = true
-	gen := f.gen
-	go func() {
-		var e zk.Event
-		select {
-		case e = <-ev:
-		case <-l.ctx.Done():
-			return
+	listed := make(map[string]bool, len(names))
+	for _, name := range names {
+		listed[name] = true
+		if err := l.adoptFault(faultKey{kind, name}, path.Join(dir, name)); err != nil {
+			return err
 		}
-		l.mu.Lock()
-		if l.dirty.fault == nil {
-			l.dirty.fault = map[faultKey]faultEvent{}
-		}
-		l.dirty.fault[k] = faultEvent{gen: gen, deleted: e.Type == zk.EventNodeDeleted}
-		l.mu.Unlock()
-		select {
-		case l.wake <- struct{}{}:
-		default:
-		}
-	}()
-}
-
-// faultEvent is what a fault node's watch saw.
-type faultEvent struct {
-	gen     uint64
-	deleted bool
-}
-
-// faultEvents takes in what the fault nodes' watches saw: a record deleted by someone
-// else than this term is an operator's clear, and its item is tried again at once.
-func (l *leader) faultEvents(evs map[faultKey]faultEvent) {
-	for k, ev := range evs {
-		f := l.faults[k]
-		if f == nil || f.gen != ev.gen {
-			continue // cleared by this term, or a watch of an earlier record
-		}
-		f.watched = false
-		if !ev.deleted || f.clearing {
-			continue
-		}
-		l.logger.Info("item in error cleared by an operator: trying it again", "kind", k.kind, "item", k.name)
-		f.written = false
-		l.retryNow(k, f)
 	}
+	for k, f := range l.faults {
+		if k.kind == kind && f.written && !f.clearing && !listed[k.name] {
+			l.logger.Info("item in error cleared by an operator: trying it again", "kind", k.kind, "item", k.name)
+			delete(l.faults, k)
+			l.markItem(d, k)
+		}
+	}
+	l.updateFaultGauge()
+	return nil
 }
 
-// retryNow makes item k due at once, its backoff started over: it changed, or an
-// operator cleared it.
+// adoptFault takes in the record at p of item k, unless the term knows k's fault.
+func (l *leader) adoptFault(k faultKey, p string) error {
+	if l.faults[k] != nil {
+		return nil
+	}
+	var rec task.Fault
+	data, _, err := l.conn.Get(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if own(err) {
+		return err
+	}
+	json.Unmarshal(data, &rec) // a record of an unknown form, or unreadable, is replaced
+	rec.Kind, rec.Name, rec.Next = k.kind, k.name, time.Now()
+	l.faults[k] = &fault{rec: rec, written: true, retry: backoff.Retry{Rand: l.m.rand}}
+	return nil
+}
+
+// retryNow makes item k due at once, its backoff started over: it changed.
 func (l *leader) retryNow(k faultKey, f *fault) {
 	f.retry.Reset()
 	f.rec.Next = time.Now()
@@ -307,49 +323,21 @@ func (l *leader) markDue(d *dirtySet) {
 			continue
 		}
 		f.marked = true
-		switch k.kind {
-		case task.FaultJob:
-			d.markJobFires(k.name)
-		case task.FaultTask:
-			d.markTask(k.name)
-		case kindWorker:
-			d.workers = true
-			d.markAssign(k.name)
-		}
+		l.markItem(d, k)
 	}
 }
 
-// adoptFaults reads the records an earlier term left, so that they are kept while
-// their items are still in error, tried again at once, and deleted when they are not.
-func (l *leader) adoptFaults() error {
-	for _, dir := range []struct{ kind, path string }{{task.FaultJob, l.l.JobFaults()}, {task.FaultTask, l.l.TaskFaults()}} {
-		names, _, err := l.conn.Children(dir.path)
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		for _, name := range names {
-			k := faultKey{dir.kind, name}
-			if l.faults[k] != nil {
-				continue
-			}
-			var rec task.Fault
-			data, _, err := l.conn.Get(path.Join(dir.path, name))
-			if errors.Is(err, zk.ErrNoNode) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			json.Unmarshal(data, &rec) // a record of an unknown form is replaced
-			rec.Kind, rec.Name, rec.Next = k.kind, k.name, time.Now()
-			l.faults[k] = &fault{rec: rec, written: true, retry: backoff.Retry{Rand: l.m.rand}}
-		}
+// markItem marks item k for reading again, all of it.
+func (l *leader) markItem(d *dirtySet, k faultKey) {
+	switch k.kind {
+	case task.FaultJob:
+		d.markJobFires(k.name)
+	case task.FaultTask:
+		d.markTask(k.name)
+	case kindWorker:
+		d.workers = true
+		d.markAssign(k.name)
 	}
-	l.updateFaultGauge()
-	return nil
 }
 
 // sweepFaults clears the faults of kind whose items are gone (present says which are

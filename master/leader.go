@@ -51,6 +51,7 @@ type leader struct {
 	// of a step that failed on the master's own directories: no step runs before
 	// pausedUntil.
 	faults      map[faultKey]*fault
+	faultsArmed map[string]bool // a watch on the fault directory of a kind is armed
 	round       uint64
 	again       bool // an item in error held others back this step: step again at once
 	stepRetry   backoff.Retry
@@ -111,7 +112,14 @@ type dirtySet struct {
 	job     map[string]bool // jobs whose data watch fired, or whose retry came due
 	// jobFires: jobs to read with their fire records (a retry of a job in error).
 	jobFires map[string]bool
-	fault    map[faultKey]faultEvent // fault nodes whose watch fired
+	faults   map[string]bool // kinds of item whose fault directory changed
+}
+
+func (d *dirtySet) markFaults(kind string) {
+	if d.faults == nil {
+		d.faults = map[string]bool{}
+	}
+	d.faults[kind] = true
 }
 
 func newLeader(m *Master, s *coordinator.Session, h *coordinator.Hold) *leader {
@@ -122,7 +130,7 @@ func newLeader(m *Master, s *coordinator.Session, h *coordinator.Hold) *leader {
 		tasks: map[string]*taskState{}, ended: map[string]task.State{}, assignArmed: map[string]bool{},
 		drained: map[string]bool{}, workerArmed: map[string]bool{}, jobs: map[string]*jobState{},
 		dagIDs: map[string]string{}, tokens: map[string]string{}, refused: map[string]*refusal{},
-		faults: map[faultKey]*fault{}, stepRetry: backoff.Retry{Rand: m.rand},
+		faults: map[faultKey]*fault{}, faultsArmed: map[string]bool{}, stepRetry: backoff.Retry{Rand: m.rand},
 	}
 }
 
@@ -271,7 +279,6 @@ func (l *leader) step(ctx context.Context) (time.Time, error) {
 	d := l.dirty
 	l.dirty = dirtySet{}
 	l.mu.Unlock()
-	l.faultEvents(d.fault)
 	l.markDue(&d)
 	l.again = false
 	err := l.refresh(ctx, d)
@@ -340,6 +347,17 @@ func (l *leader) refresh(ctx context.Context, d dirtySet) error {
 	for id := range d.task {
 		if t := l.tasks[id]; t != nil {
 			t.armed = false
+		}
+	}
+	for kind := range d.faults {
+		l.faultsArmed[kind] = false
+	}
+	// The fault records first: an operator's clear marks its item, to be read below.
+	for kind := range l.faultDirs() {
+		if d.all || d.faults[kind] {
+			if err := l.readFaults(ctx, kind, &d); err != nil {
+				return err
+			}
 		}
 	}
 	if d.all {
@@ -432,10 +450,7 @@ func (l *leader) reloadAll(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := l.reloadJobs(ctx); err != nil {
-		return err
-	}
-	return l.adoptFaults()
+	return l.reloadJobs(ctx)
 }
 
 func (l *leader) reloadWorkers(ctx context.Context) error {

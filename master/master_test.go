@@ -31,6 +31,7 @@ type cluster struct {
 	layout task.Layout
 	client *task.Client
 	s      *coordinator.Session // the test's own session
+	roles  bool                 // role ACLs: masters run as the master role (newRoleCluster)
 }
 
 func newCluster(t *testing.T) *cluster {
@@ -58,6 +59,9 @@ func (c *cluster) startMaster(id string) (m *Master, stop func()) {
 	cfg := DefaultConfig()
 	cfg.Servers, cfg.ID, cfg.SessionTimeout, cfg.Resync = []string{c.addr}, id, 2*time.Second, time.Second
 	cfg.MetricsAddr = "127.0.0.1:0"
+	if c.roles {
+		cfg.Access = roleAccess(coordinator.RoleMaster)
+	}
 	m, err := New(cfg, testutil.TestLogger())
 	if err != nil {
 		c.t.Fatal(err)

@@ -263,6 +263,7 @@ func (l *leader) planShards(free map[string]int) error {
 		}
 		l.logger.Info("sharded job's items placed", "job", j.name, "plan", plan)
 		j.plan, j.planned = plan, true
+		l.passed(jobKey(j.name), stepPlace)
 	}
 	return nil
 }
@@ -311,13 +312,17 @@ func (l *leader) fireJobs(ctx context.Context) (time.Time, error) {
 		if own(err) {
 			return time.Time{}, err
 		}
+		if errors.Is(err, zk.ErrShortBuffer) {
+			err = fmt.Errorf("a request of the fire is larger than the servers' jute.maxbuffer (max_buffer %d): %w",
+				l.s.MaxBuffer(), err)
+		}
 		if err != nil {
 			l.failJob(j.name, stepFire, err)
 			j.next = time.Time{}
 			continue
 		}
 		if j.invalid == nil {
-			l.passed(jobKey(j.name), "")
+			l.passed(jobKey(j.name), stepRead, stepValidate, stepFire)
 		}
 		if !j.next.IsZero() && (next.IsZero() || j.next.Before(next)) {
 			next = j.next
