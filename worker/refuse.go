@@ -63,7 +63,7 @@ func (l *loop) refusing(r refusal) {
 		reason = refusedUnrecorded
 	}
 	l.w.metrics.refused.WithLabelValues(reason).Inc()
-	l.logger.Error("refusing a task: handing it back, never to claim it again", "task", r.id, "attempt", r.attempt,
+	l.logger.Warn("refusing a task: handing it back, never to claim it again", "task", r.id, "attempt", r.attempt,
 		"ran", r.ran, "err", r.why)
 }
 

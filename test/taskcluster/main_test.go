@@ -74,9 +74,10 @@ func (c *cluster) start(name string, args ...string) *testutil.Child {
 	return p
 }
 
-func (c *cluster) startMaster(id string) *testutil.Child {
+// startMaster starts master id; extra are more flags.
+func (c *cluster) startMaster(id string, extra ...string) *testutil.Child {
 	c.t.Helper()
-	p := c.start("master-"+id, "master", "--id", id)
+	p := c.start("master-"+id, append([]string{"master", "--id", id}, extra...)...)
 	c.masters[id] = p
 	return p
 }
