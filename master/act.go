@@ -43,6 +43,9 @@ func (l *leader) reclaim() error {
 	now := time.Now().UTC()
 	for w, slots := range l.assign {
 		live := l.workers[w]
+		if live == nil && l.inError(workerKey(w)) {
+			continue // not gone, only unreadable: its assignments stand until it is read
+		}
 		for id, s := range slots {
 			if live != nil && live.session == s.session || l.held(taskKey(id)) {
 				continue

@@ -147,10 +147,9 @@ func (l *leader) held(k faultKey) bool {
 	return f != nil && !f.clearing && time.Now().Before(f.rec.Next)
 }
 
-// failedNow says item k failed in this step.
-func (l *leader) failedNow(k faultKey) bool {
-	f := l.faults[k]
-	return f != nil && !f.clearing && f.round == l.round
+// heldAt is held for an item in error at step only.
+func (l *leader) heldAt(k faultKey, step string) bool {
+	return l.held(k) && l.faults[k].rec.Step == step
 }
 
 // inError says item k is in error, due or not: a task in error is not assigned until

@@ -358,3 +358,37 @@ func TestUnendableTaskInError(t *testing.T) {
 		"the deleted task is still in error")
 	c.checkOneTerm(m, czxid)
 }
+
+// TestUnreadableWorkerKeepsItsTasks: a worker whose registration the master cannot read
+// (its ACL changed under it) is in error, not gone: its assignments stand, it gets
+// nothing new while the others do, and once readable it gets work again.
+func TestUnreadableWorkerKeepsItsTasks(t *testing.T) {
+	c := newCluster(t)
+	m, _ := c.startMaster("m1")
+	czxid := c.masterCzxid("m1")
+	w1 := c.worker("w1", 4)
+	first := c.submit(task.Spec{Command: "true"})
+	testutil.Eventually(t, wait, 10*time.Millisecond, func() bool { _, ok := w1.assignments()[first]; return ok }, "assigned to w1")
+	if _, err := w1.s.Conn().SetACL(c.layout.Worker("w1"), zk.WorldACL(zk.PermAdmin), -1); err != nil {
+		t.Fatal(err)
+	}
+	w2 := c.worker("w2", 4) // a change of /workers: the master reads the registrations again
+	testutil.Eventually(t, wait, 10*time.Millisecond, func() bool {
+		return metric(t, m, `paddock_master_items_in_error{kind="worker"}`) == 1
+	}, "w1 not in error")
+	second := c.submit(task.Spec{Command: "true"})
+	testutil.Eventually(t, wait, 10*time.Millisecond, func() bool { _, ok := w2.assignments()[second]; return ok }, "assigned to w2")
+	if _, ok := w1.assignments()[first]; !ok {
+		t.Fatal("the unreadable worker's assignment was taken back")
+	}
+	if tk, err := c.client.Get(context.Background(), first); err != nil || len(tk.History) != 0 {
+		t.Fatalf("the unreadable worker's task: %+v, %v; want no lost run", tk, err)
+	}
+	if _, err := w1.s.Conn().SetACL(c.layout.Worker("w1"), zk.WorldACL(zk.PermAll), -1); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 3*wait, 10*time.Millisecond, func() bool {
+		return metric(t, m, `paddock_master_items_in_error{kind="worker"}`) == 0
+	}, "w1 still in error once readable")
+	c.checkOneTerm(m, czxid)
+}

@@ -460,13 +460,26 @@ func (l *leader) reloadWorkers(ctx context.Context) error {
 	}
 	live := make(map[string]*workerState, len(ids))
 	for _, id := range ids {
-		w, err := l.readWorker(ctx, id)
-		if err := l.contain(workerKey(id), stepRead, 0, err); err != nil {
-			return err
+		k := workerKey(id)
+		var w *workerState
+		if !l.heldAt(k, stepRead) {
+			w, err = l.readWorker(ctx, id)
+			if err := l.contain(k, stepRead, 0, err); err != nil {
+				return err
+			}
 		}
-		if w != nil && !l.failedNow(workerKey(id)) {
+		switch {
+		case l.inError(k) && l.faults[k].rec.Step == stepRead:
+			// Unreadable: kept as it was (its assignments stand; freeSlots gives it
+			// nothing new) until its retry. A worker is judged gone only by its node.
+			if old := l.workers[id]; old != nil {
+				live[id] = old
+			}
+		case w != nil:
 			live[id] = w
-			l.passed(workerKey(id), stepRead)
+		}
+		if w != nil {
+			l.passed(k, stepRead)
 		}
 	}
 	l.workers = live
@@ -480,12 +493,8 @@ func (l *leader) reloadWorkers(ctx context.Context) error {
 }
 
 // readWorker reads worker id's registration, and its assignments when its session is
-// new to the term; nil if it is gone, unreadable or in error and not yet due (it gets
-// nothing meanwhile).
+// new to the term; nil if it is gone or its registration does not decode.
 func (l *leader) readWorker(ctx context.Context, id string) (*workerState, error) {
-	if l.held(workerKey(id)) {
-		return nil, nil
-	}
 	data, st, err := l.workerData(ctx, id)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
@@ -569,7 +578,7 @@ func (l *leader) accepts(id string, w *workerState) bool {
 // the worker in error; an assignment that cannot be read is taken back, as a malformed
 // one is.
 func (l *leader) reloadAssignDir(ctx context.Context, w string) error {
-	if l.held(workerKey(w)) {
+	if l.heldAt(workerKey(w), stepRead) {
 		return nil
 	}
 	armed := l.assignArmed[w]
@@ -714,7 +723,7 @@ func (l *leader) reloadTask(ctx context.Context, id string) error {
 		return nil
 	}
 	k := taskKey(id)
-	if f := l.faults[k]; f != nil && f.rec.Step == stepRead && l.held(k) {
+	if l.heldAt(k, stepRead) {
 		return nil
 	}
 	err := l.readTask(ctx, id)
