@@ -114,18 +114,19 @@ func (c *cluster) fault(p string) *task.Fault {
 	return &f
 }
 
-// keepsAssigning submits a task and waits for the master to give it to w: a master
-// that lost mastership, or stepped in a loop, does not.
-func (c *cluster) keepsAssigning(sub *task.Client, w *fakeWorker) {
-	c.t.Helper()
+// keepsAssigning submits a task and waits for the master to give it to w, then ends it
+// as w: a master that lost mastership, or stepped in a loop, does not assign it. t is
+// the (sub)test that fails if not.
+func (c *cluster) keepsAssigning(t *testing.T, sub *task.Client, w *fakeWorker) {
+	t.Helper()
 	id, err := sub.Submit(context.Background(), task.Spec{Command: "true"})
 	if err != nil {
-		c.t.Fatal(err)
+		t.Fatalf("submit the probe: %v", err)
 	}
-	testutil.Eventually(c.t, 3*wait, 10*time.Millisecond, func() bool { _, ok := w.assignments()[id]; return ok },
+	testutil.Eventually(t, 3*wait, 10*time.Millisecond, func() bool { _, ok := w.assignments()[id]; return ok },
 		"the master did not assign %s", id)
 	if err := w.finish(id, 0, false); err != nil {
-		c.t.Fatal(err)
+		t.Fatalf("end the probe %s: %v", id, err)
 	}
 }
 
@@ -192,7 +193,7 @@ func TestUnfireableJobKeepsMastership(t *testing.T) {
 		t.Errorf("fault %+v: want job every at step fire, not authenticated, by m1, a next try after the last", f)
 	}
 	for range 3 {
-		c.keepsAssigning(sub, w)
+		c.keepsAssigning(t, sub, w)
 	}
 	elapsed := time.Since(began)
 	tries := int(metric(t, m, `paddock_master_item_errors_total{kind="job",step="fire"}`))
@@ -346,7 +347,7 @@ func TestUnendableTaskInError(t *testing.T) {
 	if f.Step != "end" || !strings.Contains(f.Error, "not authenticated") {
 		t.Errorf("fault %+v: want step end, not authenticated", f)
 	}
-	c.keepsAssigning(c.client, w)
+	c.keepsAssigning(t, c.client, w)
 	if _, ok := w.assignments()[id]; ok {
 		t.Fatal("the refused task was assigned again")
 	}

@@ -3,7 +3,6 @@ package master
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -200,7 +199,7 @@ func TestHostileItemsKeepMastership(t *testing.T) {
 	}
 	h := &hostile{t: t, rnd: rand.New(rand.NewPCG(seed, 0)), s: subSession, l: c.layout}
 	sub := task.NewClient(subSession, c.layout)
-	for round := range rounds {
+	for range rounds {
 		for range 1 + h.rnd.IntN(5) {
 			if h.rnd.IntN(2) == 0 {
 				h.job()
@@ -208,7 +207,7 @@ func TestHostileItemsKeepMastership(t *testing.T) {
 				h.task()
 			}
 		}
-		t.Run(fmt.Sprintf("round %d", round), func(t *testing.T) { c.keepsAssigning(sub, w) })
+		c.keepsAssigning(t, sub, w)
 	}
 	c.checkOneTerm(m, czxid)
 	names, _, err := c.s.Conn().Children(c.layout.JobFaults())
