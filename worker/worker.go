@@ -16,6 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/paddock/paddock/coordinator"
+	"github.com/paddock/paddock/internal/backoff"
 	"github.com/paddock/paddock/internal/metricsserver"
 	"github.com/paddock/paddock/task"
 )
@@ -200,7 +201,7 @@ func (w *Worker) register(ctx context.Context, sess *coordinator.Session) (*coor
 		if h.first {
 			w.logger.Warn("waiting for the old registration to expire", "path", path, "holder", h.String(), "wait_at_most", h.limit)
 		}
-		if !pause(ctx, registerRetry) {
+		if !backoff.Sleep(ctx, registerRetry) {
 			return nil, info, nil
 		}
 	}
@@ -254,18 +255,6 @@ func (h *holder) String() string {
 		s += ", started " + h.info.Started.Format(time.RFC3339)
 	}
 	return s
-}
-
-// pause waits for d; false if ctx ends first.
-func pause(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 func hexID(id int64) string { return fmt.Sprintf("0x%x", id) }
