@@ -38,7 +38,10 @@ func (l *leader) act(ctx context.Context) error {
 }
 
 // reclaim takes back the assignments given to a worker that is gone, or to an earlier
-// session of it: each becomes a lost run on record and the task pending again.
+// session of it: each becomes a lost run on record and the task pending again. It also
+// deletes the assignments of tasks that have ended otherwise (a status someone else
+// wrote: the worker leaves such an assignment to the master), which would hold their
+// slots for ever.
 func (l *leader) reclaim() error {
 	now := time.Now().UTC()
 	for w, slots := range l.assign {
@@ -47,7 +50,8 @@ func (l *leader) reclaim() error {
 			continue // not gone, only unreadable: its assignments stand until it is read
 		}
 		for id, s := range slots {
-			if live != nil && live.session == s.session || l.held(taskKey(id)) {
+			_, ended := l.ended[id]
+			if live != nil && live.session == s.session && !ended || l.held(taskKey(id)) {
 				continue
 			}
 			ops := []any{&zk.DeleteRequest{Path: l.l.Assignment(w, id), Version: -1}}
@@ -62,7 +66,11 @@ func (l *leader) reclaim() error {
 				continue
 			}
 			l.passed(taskKey(id), stepTakeBack)
-			l.logger.Info("took back the task of a lost worker", "task", id, "worker", w, "attempt", s.attempt)
+			if ended {
+				l.logger.Info("took back the assignment of an ended task", "task", id, "worker", w)
+			} else {
+				l.logger.Info("took back the task of a lost worker", "task", id, "worker", w, "attempt", s.attempt)
+			}
 			delete(slots, id)
 			if t := l.tasks[id]; t != nil {
 				t.worker = ""

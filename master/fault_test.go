@@ -393,3 +393,25 @@ func TestUnreadableWorkerKeepsItsTasks(t *testing.T) {
 	}, "w1 still in error once readable")
 	c.checkOneTerm(m, czxid)
 }
+
+// TestEndedTaskFreesItsSlot: a task whose status someone else wrote while it was
+// assigned (its submitter may) leaves its assignment to the master, which takes it back:
+// the slot is not held for ever.
+func TestEndedTaskFreesItsSlot(t *testing.T) {
+	c := newCluster(t)
+	c.startMaster("m1")
+	w := c.worker("w1", 1)
+	id := c.submit(task.Spec{Command: "true"})
+	testutil.Eventually(t, wait, 10*time.Millisecond, func() bool { _, ok := w.assignments()[id]; return ok }, "assigned")
+	st, _ := json.Marshal(task.Status{State: task.Done, Finished: time.Now()})
+	if _, err := c.s.Conn().Create(c.layout.Status(id), st, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	next := c.submit(task.Spec{Command: "true"})
+	testutil.Eventually(t, wait, 10*time.Millisecond, func() bool {
+		a := w.assignments()
+		_, old := a[id]
+		_, ok := a[next]
+		return !old && ok
+	}, "the ended task's slot not given to the next")
+}
