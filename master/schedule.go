@@ -252,7 +252,6 @@ func (l *leader) planShards(free map[string]int) error {
 		err := l.multi(op)
 		if errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode) {
 			j.planned = !j.planned // an earlier try made it, or someone removed it: again next step
-			l.again = true
 			continue
 		}
 		if own(err) {
