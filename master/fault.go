@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"path"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -116,12 +116,17 @@ func (l *leader) itemFailed(k faultKey, step string, version int32, err error) {
 	now := time.Now().UTC()
 	reason := err.Error()
 	if len(reason) > maxFaultError {
-		reason = reason[:maxFaultError] + "…"
+		reason = strings.ToValidUTF8(reason[:maxFaultError], "") + "…"
 	}
 	f := l.faults[k]
 	if f == nil {
 		f = &fault{rec: task.Fault{Kind: k.kind, Name: k.name, Since: now}, retry: backoff.Retry{Rand: l.m.rand}}
 		l.faults[k] = f
+	} else if f.clearing {
+		// It went through, and fails again before its record could go: a new run of
+		// failures, over the old record.
+		f.rec.Since, f.rec.Tries = now, 0
+		f.retry.Reset()
 	}
 	level := slog.LevelDebug
 	if f.rec.Tries == 0 || f.clearing || f.rec.Step != step || f.rec.Error != reason {
@@ -379,5 +384,3 @@ func (l *leader) opWorker(p string) string {
 	}
 	return path.Base(path.Dir(p))
 }
-
-func (k faultKey) String() string { return fmt.Sprintf("%s %s", k.kind, k.name) }
