@@ -469,17 +469,15 @@ func (l *leader) reloadWorkers(ctx context.Context) error {
 			}
 		}
 		switch {
+		case w != nil:
+			live[id] = w
+			l.passed(k, stepRead)
 		case l.inError(k) && l.faults[k].rec.Step == stepRead:
 			// Unreadable: kept as it was (its assignments stand; freeSlots gives it
 			// nothing new) until its retry. A worker is judged gone only by its node.
 			if old := l.workers[id]; old != nil {
 				live[id] = old
 			}
-		case w != nil:
-			live[id] = w
-		}
-		if w != nil {
-			l.passed(k, stepRead)
 		}
 	}
 	l.workers = live
