@@ -59,6 +59,9 @@ func (l *loop) record(ctx context.Context, j *job, o *outcome) {
 				l.recorded(j, o, kind)
 				return
 			}
+		case errors.Is(err, zk.ErrClosing):
+			l.logger.Warn("stopped before the outcome was recorded", "task", j.id, "attempt", j.a.Attempt, "err", err)
+			return
 		default:
 			j.refused = true
 			l.refuse(ctx, refusal{id: j.id, path: j.path, version: j.version, attempt: j.a.Attempt, ran: true,
