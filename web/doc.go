@@ -74,7 +74,8 @@
 // need operator; a bad spec or job is 400 naming the field and changes nothing:
 //
 //	GET    /api/v1/tasks?offset=0&limit=50      newest first, paged: {tasks, total, offset, next}
-//	GET    /api/v1/tasks/:id                    the task.Task: spec, state, assignment, status, history
+//	GET    /api/v1/tasks/:id                    the task.Task: spec, state, assignment, status, history,
+//	                                            fault (the master has it in error)
 //	POST   /api/v1/tasks {task.Spec}            201 {id}; unknown fields are 400
 //	POST   /api/v1/tasks/:id/cancel             404 if none, 409 if it has ended
 //	POST   /api/v1/tasks/:id/retry              an ended task's spec as a new task: 201 {id, retry_of};
