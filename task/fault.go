@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -139,33 +138,4 @@ func (c *Client) clearFault(ctx context.Context, p string) error {
 		return fmt.Errorf("clear %s: %w", p, err)
 	}
 	return nil
-}
-
-// Refusals returns the tasks worker handed back as refused, oldest first.
-func (c *Client) Refusals(ctx context.Context, worker string) ([]Refusal, error) {
-	names, err := c.children(ctx, c.l.AssignDir(worker))
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	slices.Sort(names)
-	var out []Refusal
-	for _, n := range names {
-		id, ok := RefusedTask(n)
-		if !ok {
-			continue
-		}
-		r := Refusal{Task: id, Worker: worker}
-		err := c.readJSON(ctx, c.l.Refusal(worker, id), &r)
-		if errors.Is(err, zk.ErrNoNode) {
-			continue // the master handled it meanwhile
-		}
-		if err != nil {
-			r.Error = "unreadable refusal: " + err.Error()
-		}
-		out = append(out, r)
-	}
-	return out, nil
 }
