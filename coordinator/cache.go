@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/paddock/paddock/internal/backoff"
 )
 
 // TreeCache keeps a local copy of a subtree current: the data, stat and children of
@@ -207,6 +209,7 @@ func (tc *TreeCache) run(events <-chan Event, cancel func()) {
 	defer close(tc.done)
 	defer cancel()
 	var retryC <-chan time.Time
+	var retry backoff.Retry // failed reads in a row
 	for {
 		select {
 		case <-tc.stop:
@@ -228,13 +231,19 @@ func (tc *TreeCache) run(events <-chan Event, cancel func()) {
 		case <-retryC:
 			retryC = nil
 		}
-		if err := tc.process(); err != nil && retryC == nil {
-			if !IsConnLoss(err) {
-				tc.s.Logger().Warn("cache read failed", "path", tc.root, "err", err)
-			}
+		err := tc.process()
+		switch {
+		case err == nil:
+			retry.Reset()
+		case retryC == nil:
 			// On a connection loss the next StateConnected triggers a full re-read;
-			// the timer covers errors that come with the session still connected.
-			retryC = time.After(time.Second)
+			// the timer covers errors that come with the session still connected, put
+			// off by the backoff of the failures in a row.
+			wait := retry.Fail()
+			if !IsConnLoss(err) {
+				tc.s.Logger().Warn("cache read failed", "path", tc.root, "err", err, "retry_in", wait.Round(time.Millisecond))
+			}
+			retryC = time.After(wait)
 		}
 	}
 }

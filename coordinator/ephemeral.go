@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/paddock/paddock/internal/backoff"
 )
 
 // Ephemeral is an ephemeral node the Session keeps in place: created at once, re-created
@@ -24,6 +26,7 @@ type Ephemeral struct {
 	ctx    context.Context // the keeper's; cancelled by Remove
 	cancel context.CancelFunc
 	done   chan struct{} // closed when keep returns
+	retry  backoff.Retry // the keeper's failures in a row (keep's goroutine only)
 }
 
 // ErrNodeTaken says an ephemeral node to be kept exists and belongs to another session.
@@ -143,6 +146,7 @@ func (e *Ephemeral) keep() {
 			err := e.ensure(e.ctx)
 			switch {
 			case err == nil:
+				e.retry.Reset()
 				e.s.logger.Info("re-created kept ephemeral node", "path", e.path)
 			case IsConnLoss(err):
 				// the next ExistsW waits for the connection
@@ -165,14 +169,16 @@ func (e *Ephemeral) keep() {
 	}
 }
 
-// troubled logs err and pauses a second before the keeper tries again; false if the
-// keeper must stop instead (Remove, or the Session closed).
+// troubled logs err and pauses, by the backoff of the keeper's failures in a row, before
+// the keeper tries again; false if the keeper must stop instead (Remove, or the Session
+// closed).
 func (e *Ephemeral) troubled(msg string, err error) bool {
 	if e.ctx.Err() != nil || errors.Is(err, ErrClosed) {
 		return false
 	}
-	e.s.logger.Warn(msg, "path", e.path, "err", err)
-	t := time.NewTimer(time.Second)
+	wait := e.retry.Fail()
+	e.s.logger.Warn(msg, "path", e.path, "err", err, "retry_in", wait.Round(time.Millisecond))
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-t.C:

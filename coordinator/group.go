@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/paddock/paddock/internal/backoff"
 )
 
 // memberPrefix starts every member node's name: dir/m-<token>-<sequence>. The token,
@@ -183,7 +185,8 @@ func (m *Member) keep() {
 		case <-ctx.Done():
 		}
 	}()
-	var watch <-chan zk.Event // armed on the current node, until it fires
+	var watch <-chan zk.Event  // armed on the current node, until it fires
+	var failures backoff.Retry // checks and re-joins that failed in a row
 	for {
 		retry := false // try again in a while, without waiting for an event
 		gone, w, err := m.check(watch)
@@ -217,7 +220,9 @@ func (m *Member) keep() {
 		}
 		var after <-chan time.Time
 		if retry {
-			after = time.After(time.Second)
+			after = time.After(failures.Fail())
+		} else {
+			failures.Reset()
 		}
 		select {
 		case <-m.stop:

@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/paddock/paddock/coordinator"
+	"github.com/paddock/paddock/internal/backoff"
 )
 
 // The states a collector writes in its status.
@@ -21,10 +22,6 @@ const (
 	collectorDrained  = "drained"  // drained and holding no source
 	collectorStopped  = "stopped"  // stopped cleanly: it reads nothing, its offsets are final
 )
-
-// assignmentRetry is how long the loop waits to read the assignment again after a
-// read failed.
-const assignmentRetry = time.Second
 
 // collectorLoop is a collector at work: one goroutine (run) follows the assignment and
 // the session, starts and stops the sources' tails and writes the status. Every field
@@ -53,6 +50,7 @@ type collectorLoop struct {
 	watch         <-chan zk.Event  // fires when the collector node changes
 	dirty         bool             // the assignment is to be read again
 	retry         <-chan time.Time // fires when a failed read is to be tried again
+	readRetry     backoff.Retry    // the reads of the assignment that failed in a row
 	statusFailing bool             // the last status write failed (logged once per streak)
 	drained       bool             // the collector's drained node exists (checked every tick)
 }
@@ -102,8 +100,11 @@ func (l *collectorLoop) run(ctx context.Context) error {
 	for {
 		if l.dirty && ctx.Err() == nil {
 			l.dirty = false
-			if !l.readAssignment(ctx) && l.retry == nil {
-				l.retry = time.After(assignmentRetry)
+			switch {
+			case l.readAssignment(ctx):
+				l.readRetry.Reset()
+			case l.retry == nil:
+				l.retry = time.After(l.readRetry.Fail())
 			}
 		}
 		select {

@@ -96,12 +96,14 @@ func (r *rebalancer) step() error {
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
-		if err != nil {
+		if coordinator.IsConnLoss(err) {
 			return err
 		}
+		// A source that cannot be read or decoded is one source's trouble: it is not
+		// placed (no host), and the others are.
 		var src Source
-		if json.Unmarshal(data, &src) != nil {
-			r.logger.Warn("source unreadable: not placing it", "source", id)
+		if err != nil || json.Unmarshal(data, &src) != nil {
+			r.logger.Warn("source unreadable: not placing it", "source", id, "err", err)
 		}
 		sources[id] = src.Host
 	}
@@ -134,8 +136,13 @@ func (r *rebalancer) step() error {
 			continue
 		}
 		epoch++
-		if err := r.assign(id, c, Assignment{Epoch: epoch, Sources: next}); err != nil {
+		if err := r.assign(id, c, Assignment{Epoch: epoch, Sources: next}); coordinator.IsConnLoss(err) {
 			return err
+		} else if err != nil {
+			// One collector's node refused: the others still move (a source leaves a
+			// collector only once it has taken in the assignment without it, so a
+			// collector left as it was keeps what it reads).
+			r.logger.Warn("cannot assign a collector: trying again next step", "collector", id, "err", err)
 		}
 	}
 	return nil

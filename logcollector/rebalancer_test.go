@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/paddock/paddock/internal/testutil"
 )
 
@@ -54,5 +56,29 @@ func TestRebalancerJudgesByServersClock(t *testing.T) {
 	e.put(e.layout.Drained("ok"), map[string]any{})
 	if a := step(); len(a["ok"]) != 0 || len(a["other"]) != 0 {
 		t.Fatalf("ok drained: %v, want s1 on no one", a)
+	}
+}
+
+// TestRebalancerSkipsUnreadableSource: a source node the rebalancer cannot read (its
+// ACL names someone else) is not placed, and the other sources are: one source's node
+// no longer stops every step.
+func TestRebalancerSkipsUnreadableSource(t *testing.T) {
+	e := newCollectorEnv(t)
+	e.put(e.layout.Source("s1"), Source{Host: "h", Path: "/var/log/s1.log"})
+	data, _ := json.Marshal(Source{Host: "h", Path: "/var/log/hidden.log"})
+	if _, err := e.sess.Conn().Create(e.layout.Source("hidden"), data, 0,
+		[]zk.ACL{{Perms: zk.PermAll, Scheme: "digest", ID: "someone:NSmgsYq/Vr5BMSRhJbq3Q6ULo3A="}}); err != nil {
+		t.Fatal(err)
+	}
+	e.assign("c1", 1)
+	e.put(e.layout.Status("c1"), Status{State: collectorRunning, Host: "h", Epoch: 1, Updated: time.Now()})
+	r := &rebalancer{s: e.sess, l: e.layout, grace: time.Minute, interval: time.Second, logger: testutil.TestLogger()}
+	if err := r.step(); err != nil {
+		t.Fatalf("step with an unreadable source: %v", err)
+	}
+	got, _, err := e.sess.Conn().Get(e.layout.Collector("c1"))
+	var a Assignment
+	if err != nil || json.Unmarshal(got, &a) != nil || !slices.Equal(a.Sources, []string{"s1"}) {
+		t.Fatalf("c1's assignment %s (%v): want s1 alone", got, err)
 	}
 }

@@ -22,12 +22,16 @@ var errFenced = errors.New("master: epoch check failed")
 const maxOpsPerMulti = 200
 
 // act does what the state calls for, in order: take back assignments of lost workers,
-// end the tasks that must end without a run, assign pending tasks.
+// end the tasks that must end without a run, assign pending tasks. An item in error is
+// skipped until its retry (fault.go).
 func (l *leader) act(ctx context.Context) error {
 	if err := l.reclaim(); err != nil {
 		return err
 	}
 	l.expireUnsigned()
+	if err := l.settleRefusals(); err != nil {
+		return err
+	}
 	if err := l.endWithoutRun(); err != nil {
 		return err
 	}
@@ -35,13 +39,20 @@ func (l *leader) act(ctx context.Context) error {
 }
 
 // reclaim takes back the assignments given to a worker that is gone, or to an earlier
-// session of it: each becomes a lost run on record and the task pending again.
+// session of it: each becomes a lost run on record and the task pending again. It also
+// deletes the assignments of tasks that have ended otherwise (a status someone else
+// wrote: the worker leaves such an assignment to the master), which would hold their
+// slots for ever.
 func (l *leader) reclaim() error {
 	now := time.Now().UTC()
 	for w, slots := range l.assign {
 		live := l.workers[w]
+		if live == nil && l.inError(workerKey(w)) {
+			continue // not gone, only unreadable: its assignments stand until it is read
+		}
 		for id, s := range slots {
-			if live != nil && live.session == s.session {
+			_, ended := l.ended[id]
+			if live != nil && live.session == s.session && !ended || l.held(taskKey(id)) {
 				continue
 			}
 			ops := []any{&zk.DeleteRequest{Path: l.l.Assignment(w, id), Version: -1}}
@@ -50,9 +61,17 @@ func (l *leader) reclaim() error {
 				ops = append(ops, l.create(l.l.Lost(id, s.attempt), rec))
 			}
 			if err := l.multi(ops...); err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrNodeExists) {
-				return err
+				if err := l.contain(taskKey(id), stepTakeBack, 0, err); err != nil {
+					return err
+				}
+				continue
 			}
-			l.logger.Info("took back the task of a lost worker", "task", id, "worker", w, "attempt", s.attempt)
+			l.passed(taskKey(id), stepTakeBack)
+			if ended {
+				l.logger.Info("took back the assignment of an ended task", "task", id, "worker", w)
+			} else {
+				l.logger.Info("took back the task of a lost worker", "task", id, "worker", w, "attempt", s.attempt)
+			}
 			delete(slots, id)
 			if t := l.tasks[id]; t != nil {
 				t.worker = ""
@@ -64,15 +83,26 @@ func (l *leader) reclaim() error {
 }
 
 // endWithoutRun ends, with a status the master writes, the tasks not running that are
-// cancelled, invalid, not signed by a trusted key, or have lost too many runs.
+// cancelled, invalid, not signed by a trusted key, refused by their worker, or have lost
+// too many runs. A task whose status cannot be written is put in error: it is not
+// assigned, and the write is tried again after the backoff.
 func (l *leader) endWithoutRun() error {
 	now := time.Now().UTC()
 	for id, t := range l.tasks {
-		if t.worker != "" {
-			continue // its worker ends it
+		if t.worker != "" || l.held(taskKey(id)) {
+			continue // its worker ends it, or it waits for its retry
 		}
 		st := task.Status{Attempts: t.kids.Runs(), Finished: now}
-		switch {
+		var ops []any
+		switch r := l.refused[id]; {
+		case r != nil:
+			st.State, st.ExitCode, st.Worker = task.Failed, -1, r.worker
+			st.Error = fmt.Sprintf("worker %s refused it: %s", r.worker, r.rec.Error)
+			if r.rec.Ran {
+				st.Attempts++
+				st.Error = fmt.Sprintf("worker %s ran it but could not record its outcome: %s", r.worker, r.rec.Error)
+			}
+			ops = append(ops, &zk.DeleteRequest{Path: l.l.Refusal(r.worker, id), Version: -1})
 		case t.kids.Cancel:
 			st.State, st.Error = task.Cancelled, "cancelled before it ran"
 		case t.invalid != nil:
@@ -91,13 +121,44 @@ func (l *leader) endWithoutRun() error {
 			continue
 		}
 		data, _ := json.Marshal(st)
-		err := l.multi(l.create(l.l.Status(id), data))
+		err := l.multi(append([]any{l.create(l.l.Status(id), data)}, ops...)...)
+		var oe *opError
+		if errors.As(err, &oe) && oe.path != l.l.Status(id) && errors.Is(err, zk.ErrNoNode) {
+			err = l.multi(l.create(l.l.Status(id), data)) // the refusal went meanwhile
+		}
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) && !errors.Is(err, zk.ErrNoNode) {
-			return err
+			if err := l.contain(taskKey(id), stepEnd, 0, err); err != nil {
+				return err
+			}
+			continue
 		}
 		l.logger.Info("task ended without a run", "task", id, "state", st.State, "reason", st.Error)
+		if l.refused[id] != nil {
+			l.m.metrics.refusals.Inc()
+			delete(l.refused, id)
+		}
 		l.ended[id] = st.State
 		delete(l.tasks, id)
+		l.clearFault(taskKey(id))
+	}
+	return nil
+}
+
+// settleRefusals deletes the refusals of tasks that have ended otherwise or are gone: a
+// refusal stands only until its task ends.
+func (l *leader) settleRefusals() error {
+	for id, r := range l.refused {
+		if _, known := l.tasks[id]; known || l.inError(taskKey(id)) {
+			continue
+		}
+		err := l.multi(&zk.DeleteRequest{Path: l.l.Refusal(r.worker, id), Version: -1})
+		if own(err) {
+			return err
+		}
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			l.logger.Warn("cannot delete the refusal of an ended task", "task", id, "worker", r.worker, "err", err)
+		}
+		delete(l.refused, id)
 	}
 	return nil
 }
@@ -145,7 +206,7 @@ func (l *leader) dispatch() error {
 	now := time.Now()
 	var pending []*taskState
 	for _, t := range l.tasks {
-		if t.worker == "" && t.signed && !now.Before(t.eligible) && l.parentsDone(t) {
+		if t.worker == "" && t.signed && !now.Before(t.eligible) && l.parentsDone(t) && l.refused[t.id] == nil && !l.inError(taskKey(t.id)) {
 			pending = append(pending, t)
 		}
 	}
@@ -228,7 +289,7 @@ func (l *leader) freeSlots() map[string]int {
 				l.logger.Info("worker beats again", "worker", id)
 			}
 		}
-		if _, ready := l.assign[id]; ready && !stale && l.accepts(id, w) {
+		if _, ready := l.assign[id]; ready && !stale && l.accepts(id, w) && !l.held(workerKey(id)) {
 			free[id] = w.info.Capacity - len(l.assign[id])
 		}
 	}
@@ -279,9 +340,18 @@ func (l *leader) assignBatch(batch []placement) error {
 			l.markAll()
 			return nil
 		}
-		return err
+		// Any other refusal is the worker's whose directory the failing op was in: it is
+		// put in error, and the others are given their tasks in a step at once.
+		var oe *opError
+		if own(err) || !errors.As(err, &oe) || l.opWorker(oe.path) == "" {
+			return err
+		}
+		l.itemFailed(workerKey(l.opWorker(oe.path)), stepAssign, 0, err)
+		l.again = true
+		return nil
 	}
 	for _, p := range batch {
+		l.passed(workerKey(p.worker), stepAssign)
 		p.t.worker = p.worker
 		l.assign[p.worker][p.t.id] = &slot{session: l.workers[p.worker].session, attempt: p.t.kids.Runs() + 1}
 		since := p.t.spec.Submitted

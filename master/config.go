@@ -37,6 +37,11 @@ type Config struct {
 	// creation (its author signs it in a second write) before the master ends it
 	// failed, unrun.
 	SignGrace time.Duration
+	// MaxBuffer is the servers' jute.maxbuffer (their max_buffer), the largest request
+	// the master sends: a larger one — a fire of a job whose tasks together pass it —
+	// fails at the master as the job's error instead of closing its connection. 0 means
+	// 1048575, ZooKeeper's default.
+	MaxBuffer int
 }
 
 // DefaultConfig returns the defaults: a server on 127.0.0.1:2181, a 10 s session.
@@ -68,6 +73,9 @@ func (c Config) Validate() error {
 		if err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if c.MaxBuffer != 0 && (c.MaxBuffer < 1024 || c.MaxBuffer > 512<<20) {
+		errs = append(errs, fmt.Errorf("max_buffer = %d: want the servers' jute.maxbuffer, 1024 bytes to 512 MiB, or 0 for 1048575", c.MaxBuffer))
 	}
 	return errors.Join(errs...)
 }

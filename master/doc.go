@@ -17,5 +17,16 @@
 //
 // A master that may have lost /master (its session suspended or expired, its node
 // gone) stops at once; it campaigns again and, if elected, starts a new epoch and
-// reads everything again before acting.
+// reads everything again before acting. Only that, the epoch taken by another master
+// (taken back) and the session closing end a term: no item a client can shape does.
+// An error of one job, task or worker puts that item in error — recorded in
+// /faults/jobs/<job> or /faults/tasks/<task> with its reason, skipped, tried again with
+// exponential backoff and jitter, at once when the job changes or an operator clears the
+// record — while the others go on; an error on the master's own directories puts the
+// whole step off with the same backoff, still leading (fault.go). A task its worker
+// refused (/assign/<worker>/refused-<task>) is ended failed, naming the worker and why.
+//
+// /metrics adds to the task counts paddock_master_terms_total (terms led),
+// paddock_master_item_errors_total{kind,step}, paddock_master_items_in_error{kind},
+// paddock_master_step_errors_total and paddock_master_refused_tasks_total.
 package master

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/paddock/paddock/coordinator"
+	"github.com/paddock/paddock/internal/backoff"
 	"github.com/paddock/paddock/task"
 )
 
@@ -43,6 +45,18 @@ type leader struct {
 	jobs    map[string]*jobState        // jobs, by name (schedule.go)
 	dagIDs  map[string]string           // DAG tasks' ids, by dagKey (dag id and name)
 	tokens  map[string]string           // the ids of the tasks of jobs' runs, by token (repairFires)
+	refused map[string]*refusal         // tasks their worker refused, by id (endWithoutRun ends them)
+
+	// Items in error (fault.go), the step counter their clearing goes by, and the backoff
+	// of a step that failed on the master's own directories: no step runs before
+	// pausedUntil.
+	faults      map[faultKey]*fault
+	faultsArmed map[string]bool // a watch on the fault directory of a kind is armed
+	round       uint64
+	again       bool // an item in error held others back this step: step again at once
+	stepRetry   backoff.Retry
+	pausedUntil time.Time
+	ctx         context.Context // the term's: its end ends the watch goroutines
 
 	// Which watches are armed: a list is read with a new watch only when its last one
 	// has fired, so that re-reading does not pile up watches.
@@ -66,6 +80,12 @@ type workerState struct {
 type slot struct {
 	session int64
 	attempt int
+}
+
+// refusal is a task a worker handed back (task.Refusal), with the node that says so.
+type refusal struct {
+	worker string
+	rec    task.Refusal
 }
 
 type taskState struct {
@@ -97,8 +117,18 @@ type dirtySet struct {
 	assign  map[string]bool
 	task    map[string]bool
 	jobs    bool            // the list of jobs
-	job     map[string]bool // jobs whose data watch fired
+	job     map[string]bool // jobs whose data watch fired, or whose retry came due
 	jobSig  map[string]bool // jobs whose signature's watch fired
+	// jobFires: jobs to read with their fire records (a retry of a job in error).
+	jobFires map[string]bool
+	faults   map[string]bool // kinds of item whose fault directory changed
+}
+
+func (d *dirtySet) markFaults(kind string) {
+	if d.faults == nil {
+		d.faults = map[string]bool{}
+	}
+	d.faults[kind] = true
 }
 
 func newLeader(m *Master, s *coordinator.Session, h *coordinator.Hold) *leader {
@@ -108,14 +138,19 @@ func newLeader(m *Master, s *coordinator.Session, h *coordinator.Hold) *leader {
 		workers: map[string]*workerState{}, assign: map[string]map[string]*slot{},
 		tasks: map[string]*taskState{}, ended: map[string]task.State{}, assignArmed: map[string]bool{},
 		drained: map[string]bool{}, workerArmed: map[string]bool{}, jobs: map[string]*jobState{},
-		dagIDs: map[string]string{}, tokens: map[string]string{},
+		dagIDs: map[string]string{}, tokens: map[string]string{}, refused: map[string]*refusal{},
+		faults: map[faultKey]*fault{}, faultsArmed: map[string]bool{}, stepRetry: backoff.Retry{Rand: m.rand},
 	}
 }
 
+// run leads until /master may be lost or ctx ends. It returns only for what is the
+// master's own (fault.go): the hold lost, the session closed, ctx ended; never for an
+// item, nor for a step that failed, which it tries again after the backoff.
 func (l *leader) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the watch goroutines
-	if err := l.takeOffice(ctx); err != nil {
+	l.ctx = ctx
+	if err := l.takeOfficeRetrying(ctx); err != nil {
 		return err
 	}
 	l.logger.Info("active master", "epoch", l.epoch)
@@ -124,10 +159,13 @@ func (l *leader) run(ctx context.Context) error {
 	retry := time.NewTimer(time.Hour)
 	defer retry.Stop()
 	l.markAll()
+	next := time.Now()
 	for {
-		next, err := l.step(ctx)
-		if err != nil {
-			return err
+		if !time.Now().Before(l.pausedUntil) {
+			var err error
+			if next, err = l.step(ctx); err != nil {
+				return err
+			}
 		}
 		retry.Reset(time.Until(next))
 		select {
@@ -143,11 +181,39 @@ func (l *leader) run(ctx context.Context) error {
 	}
 }
 
-// takeOffice creates the cluster's directories and starts a new epoch.
+// takeOfficeRetrying takes office, trying again after the backoff while what fails is
+// not the master's own: the term keeps /master meanwhile.
+func (l *leader) takeOfficeRetrying(ctx context.Context) error {
+	for {
+		err := l.takeOffice(ctx)
+		if err == nil || own(err) {
+			return err
+		}
+		select {
+		case <-time.After(time.Until(l.stepFailed(fmt.Errorf("take office: %w", err)))):
+		case <-l.hold.Lost():
+			return errDeposed
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// takeOffice creates the cluster's directories and starts a new epoch. The directories
+// of the records of items in error are made if they can be: without them, items in
+// error are only logged.
 func (l *leader) takeOffice(ctx context.Context) error {
 	for _, dir := range []string{l.l.Tasks(), l.l.Workers(), l.l.Assign(), l.l.Jobs()} {
 		if err := l.s.MakeDirs(ctx, dir); err != nil {
 			return err
+		}
+	}
+	for _, dir := range []string{l.l.JobFaults(), l.l.TaskFaults()} {
+		if err := l.s.MakeDirs(ctx, dir); err != nil {
+			if own(err) {
+				return err
+			}
+			l.logger.Warn("cannot make the directory of items in error: they are only logged", "dir", dir, "err", err)
 		}
 	}
 	return l.newEpoch(ctx)
@@ -166,7 +232,7 @@ func (l *leader) newEpoch(ctx context.Context) error {
 				_, err = l.conn.Set(l.l.Master(), info, -1)
 			}
 		}
-		if err == nil || errors.Is(err, errDeposed) {
+		if err == nil || !coordinator.IsConnLoss(err) {
 			return err
 		}
 		if err := l.s.WaitToRetry(ctx, err); err != nil {
@@ -212,12 +278,18 @@ func (l *leader) markAll() {
 
 // step reads what changed, then acts: takes back assignments of lost workers, ends
 // cancelled pending tasks, assigns. It returns when it next has something to do by
-// the clock (a retry delay ending).
+// the clock (a retry delay ending, a job's next time, an item in error due again). An
+// item's error puts the item in error and the step goes on; an error on the master's
+// own directories puts the step off (pausedUntil); step returns only the errors that
+// end the term.
 func (l *leader) step(ctx context.Context) (time.Time, error) {
+	l.round++
 	l.mu.Lock()
 	d := l.dirty
 	l.dirty = dirtySet{}
 	l.mu.Unlock()
+	l.markDue(&d)
+	l.again = false
 	err := l.refresh(ctx, d)
 	if err == nil {
 		err = l.act(ctx)
@@ -228,23 +300,37 @@ func (l *leader) step(ctx context.Context) (time.Time, error) {
 	}
 	switch {
 	case err == nil:
+		l.stepRetry.Reset()
 		l.updateGauges()
 		next := l.nextRetry()
 		if !fire.IsZero() && fire.Before(next) {
 			next = fire
 		}
+		if due := l.nextDue(); !due.IsZero() && due.Before(next) {
+			next = due
+		}
+		if l.again {
+			next = time.Now() // an item in error held others back: they go now
+		}
 		return next, nil
 	case errors.Is(err, errFenced):
-		if err := l.newEpoch(ctx); err != nil {
+		if err := l.newEpoch(ctx); own(err) {
 			return time.Time{}, err
+		} else if err != nil {
+			l.pausedUntil = l.stepFailed(fmt.Errorf("take the epoch back: %w", err))
+			return l.pausedUntil, nil
 		}
 		l.logger.Warn("epoch taken by another master, taken back", "epoch", l.epoch)
 	case coordinator.IsConnLoss(err):
 		if err := l.s.WaitToRetry(ctx, err); err != nil {
 			return time.Time{}, err
 		}
-	default:
+	case own(err):
 		return time.Time{}, err
+	default:
+		l.pausedUntil = l.stepFailed(err)
+		l.markAll()
+		return l.pausedUntil, nil
 	}
 	l.markAll() // whatever happened, read everything again
 	return time.Now(), nil
@@ -275,6 +361,17 @@ func (l *leader) refresh(ctx context.Context, d dirtySet) error {
 	for id := range d.task {
 		if t := l.tasks[id]; t != nil {
 			t.armed = false
+		}
+	}
+	for kind := range d.faults {
+		l.faultsArmed[kind] = false
+	}
+	// The fault records first: an operator's clear marks its item, to be read below.
+	for kind := range l.faultDirs() {
+		if d.all || d.faults[kind] {
+			if err := l.readFaults(ctx, kind, &d); err != nil {
+				return err
+			}
 		}
 	}
 	if d.all {
@@ -311,7 +408,7 @@ func (l *leader) refresh(ctx context.Context, d dirtySet) error {
 		}
 	}
 	for name := range d.job {
-		if err := l.reloadJob(ctx, name, false); err != nil {
+		if err := l.reloadJob(ctx, name, d.jobFires[name]); err != nil {
 			return err
 		}
 	}
@@ -363,7 +460,11 @@ func (l *leader) reloadAll(ctx context.Context) error {
 		}
 	}
 	// The jobs, and their fires again: a multi whose answer was lost may have recorded one.
+	// A job in error waits for its retry.
 	for name := range l.jobs {
+		if l.held(jobKey(name)) {
+			continue
+		}
 		if err := l.reloadJob(ctx, name, true); err != nil {
 			return err
 		}
@@ -378,27 +479,25 @@ func (l *leader) reloadWorkers(ctx context.Context) error {
 	}
 	live := make(map[string]*workerState, len(ids))
 	for _, id := range ids {
-		data, st, err := l.workerData(ctx, id)
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		w := &workerState{session: st.EphemeralOwner, beat: time.UnixMilli(st.Mtime)}
-		if old := l.workers[id]; old != nil {
-			w.stale = old.stale
-		}
-		if err := json.Unmarshal(data, &w.info); err != nil || w.info.Capacity < 1 {
-			l.logger.Warn("worker registration unreadable: not assigning to it", "worker", id, "err", err)
-			continue
-		}
-		if old := l.workers[id]; old == nil || old.session != w.session {
-			if err := l.reloadAssignDir(ctx, id); err != nil {
+		k := workerKey(id)
+		var w *workerState
+		if !l.heldAt(k, stepRead) {
+			w, err = l.readWorker(ctx, id)
+			if err := l.contain(k, stepRead, 0, err); err != nil {
 				return err
 			}
 		}
-		live[id] = w
+		switch {
+		case w != nil:
+			live[id] = w
+			l.passed(k, stepRead)
+		case l.inError(k) && l.faults[k].rec.Step == stepRead:
+			// Unreadable: kept as it was (its assignments stand; freeSlots gives it
+			// nothing new) until its retry. A worker is judged gone only by its node.
+			if old := l.workers[id]; old != nil {
+				live[id] = old
+			}
+		}
 	}
 	l.workers = live
 	for id, armed := range l.workerArmed {
@@ -406,7 +505,34 @@ func (l *leader) reloadWorkers(ctx context.Context) error {
 			delete(l.workerArmed, id) // a worker gone: its watch fired with the delete
 		}
 	}
+	l.sweepFaults(kindWorker, func(id string) bool { return slices.Contains(ids, id) })
 	return nil
+}
+
+// readWorker reads worker id's registration, and its assignments when its session is
+// new to the term; nil if it is gone or its registration does not decode.
+func (l *leader) readWorker(ctx context.Context, id string) (*workerState, error) {
+	data, st, err := l.workerData(ctx, id)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	w := &workerState{session: st.EphemeralOwner, beat: time.UnixMilli(st.Mtime)}
+	if old := l.workers[id]; old != nil {
+		w.stale = old.stale
+	}
+	if err := json.Unmarshal(data, &w.info); err != nil || w.info.Capacity < 1 {
+		l.logger.Warn("worker registration unreadable: not assigning to it", "worker", id, "err", err)
+		return nil, nil
+	}
+	if old := l.workers[id]; old == nil || old.session != w.session {
+		if err := l.reloadAssignDir(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
 }
 
 // workerData reads a worker's registration, with a data watch unless one is armed:
@@ -464,37 +590,50 @@ func (l *leader) accepts(id string, w *workerState) bool {
 	return !l.drained[id] && w.info.State.Accepts()
 }
 
-// reloadAssignDir reads a worker's assignments. Those that went away ended a run:
-// their tasks are read again.
+// reloadAssignDir reads a worker's assignments and refusals. Those assignments that went
+// away ended a run: their tasks are read again. A directory that cannot be read puts
+// the worker in error; an assignment that cannot be read is taken back, as a malformed
+// one is.
 func (l *leader) reloadAssignDir(ctx context.Context, w string) error {
+	if l.heldAt(workerKey(w), stepRead) {
+		return nil
+	}
 	armed := l.assignArmed[w]
-	ids, err := l.children(ctx, l.l.AssignDir(w), &armed, func(d *dirtySet) { d.markAssign(w) })
+	names, err := l.children(ctx, l.l.AssignDir(w), &armed, func(d *dirtySet) { d.markAssign(w) })
 	l.assignArmed[w] = armed
 	if errors.Is(err, zk.ErrNoNode) {
-		ids = nil // the worker has not made it yet
+		names = nil // the worker has not made it yet
 	} else if err != nil {
-		return err
+		return l.contain(workerKey(w), stepRead, 0, err)
 	}
 	old := l.assign[w]
-	cur := make(map[string]*slot, len(ids))
-	for _, id := range ids {
-		if s := old[id]; s != nil {
-			cur[id] = s
+	cur := make(map[string]*slot, len(names))
+	for _, name := range names {
+		if id, ok := task.RefusedTask(name); ok {
+			if err := l.readRefusal(w, id); err != nil {
+				return err
+			}
+			continue
+		}
+		if s := old[name]; s != nil {
+			cur[name] = s
 			continue
 		}
 		var a task.Assignment
-		data, _, err := l.conn.Get(l.l.Assignment(w, id))
+		data, _, err := l.conn.Get(l.l.Assignment(w, name))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
-		if err != nil {
+		if err == nil {
+			err = json.Unmarshal(data, &a)
+		}
+		if own(err) {
 			return err
+		} else if err != nil {
+			l.logger.Warn("assignment unreadable: taking it back", "worker", w, "task", name, "err", err)
 		}
-		if err := json.Unmarshal(data, &a); err != nil {
-			l.logger.Warn("assignment unreadable: taking it back", "worker", w, "task", id, "err", err)
-		}
-		cur[id] = &slot{session: a.Session, attempt: a.Attempt}
-		if t := l.tasks[id]; t != nil {
+		cur[name] = &slot{session: a.Session, attempt: a.Attempt}
+		if t := l.tasks[name]; t != nil {
 			t.worker = w
 		}
 	}
@@ -509,6 +648,31 @@ func (l *leader) reloadAssignDir(ctx context.Context, w string) error {
 		}
 	}
 	l.assign[w] = cur
+	return nil
+}
+
+// readRefusal takes in worker w's refusal of task id, once: the task is ended by
+// endWithoutRun. A refusal that cannot be read stands all the same, without its reason.
+func (l *leader) readRefusal(w, id string) error {
+	if r := l.refused[id]; r != nil && r.worker == w {
+		return nil
+	}
+	r := &refusal{worker: w, rec: task.Refusal{Task: id, Worker: w}}
+	data, _, err := l.conn.Get(l.l.Refusal(w, id))
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil // handled meanwhile
+	}
+	if err == nil {
+		err = json.Unmarshal(data, &r.rec)
+	}
+	if own(err) {
+		return err
+	} else if err != nil {
+		r.rec.Error = "its refusal is unreadable: " + err.Error()
+	}
+	r.rec.Task, r.rec.Worker = id, w
+	l.refused[id] = r
+	l.logger.Warn("worker refused a task: ending it", "worker", w, "task", id, "ran", r.rec.Ran, "reason", r.rec.Error)
 	return nil
 }
 
@@ -531,6 +695,15 @@ func (d *dirtySet) markJobSig(name string) {
 		d.jobSig = map[string]bool{}
 	}
 	d.jobSig[name] = true
+}
+
+// markJobFires marks a job to read with its fire records.
+func (d *dirtySet) markJobFires(name string) {
+	d.markJob(name)
+	if d.jobFires == nil {
+		d.jobFires = map[string]bool{}
+	}
+	d.jobFires[name] = true
 }
 
 func (d *dirtySet) markTask(id string) {
@@ -563,14 +736,28 @@ func (l *leader) reloadTaskList(ctx context.Context) error {
 			delete(l.tasks, id) // deleted by someone
 		}
 	}
+	l.sweepFaults(task.FaultTask, func(id string) bool { _, ended := l.ended[id]; return present[id] && !ended })
 	return nil
 }
 
-// reloadTask reads a task's spec (once) and children.
+// reloadTask reads a task's spec (once) and children. A task whose nodes cannot be read
+// is put in error, and read again when its retry comes due.
 func (l *leader) reloadTask(ctx context.Context, id string) error {
 	if _, ended := l.ended[id]; ended {
 		return nil
 	}
+	k := taskKey(id)
+	if l.heldAt(k, stepRead) {
+		return nil
+	}
+	err := l.readTask(ctx, id)
+	if err == nil {
+		l.passed(k, stepRead)
+	}
+	return l.contain(k, stepRead, 0, err)
+}
+
+func (l *leader) readTask(ctx context.Context, id string) error {
 	t := l.tasks[id]
 	var data []byte // the spec as read now, nil if it was read before
 	if t == nil {
@@ -578,10 +765,11 @@ func (l *leader) reloadTask(ctx context.Context, id string) error {
 		var err error
 		data, st, err = l.conn.Get(l.l.Task(id))
 		if errors.Is(err, zk.ErrNoNode) {
+			l.clearFault(taskKey(id))
 			return nil
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("read the spec: %w", err)
 		}
 		t = &taskState{id: id, worker: l.assignedTo(id), czxid: st.Czxid, created: time.UnixMilli(st.Ctime), seen: time.Now()}
 		l.tasks[id] = t
@@ -591,10 +779,11 @@ func (l *leader) reloadTask(ctx context.Context, id string) error {
 	names, err := l.children(ctx, l.l.Task(id), &t.armed, func(d *dirtySet) { d.markTask(id) })
 	if errors.Is(err, zk.ErrNoNode) {
 		delete(l.tasks, id)
+		l.clearFault(taskKey(id))
 		return nil
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("list the task's records: %w", err)
 	}
 	t.kids = task.ParseChildren(names)
 	if t.kids.Status {
@@ -637,18 +826,20 @@ func (l *leader) assignedTo(id string) string {
 	return ""
 }
 
-// endedTask records an ended task's state (for the metrics) and forgets the task.
+// endedTask records an ended task's state (for the metrics) and forgets the task. A
+// status that cannot be read counts as failed: the task has ended all the same.
 func (l *leader) endedTask(id string) error {
 	var st task.Status
 	data, _, err := l.conn.Get(l.l.Status(id))
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if own(err) {
 		return err
 	}
-	if err == nil && json.Unmarshal(data, &st) != nil {
+	if err == nil && json.Unmarshal(data, &st) != nil || err != nil && !errors.Is(err, zk.ErrNoNode) {
 		st.State = task.Failed
 	}
 	l.ended[id] = st.State
 	delete(l.tasks, id)
+	l.clearFault(taskKey(id))
 	return nil
 }
 
@@ -664,9 +855,11 @@ func (l *leader) readRetryDelay(t *taskState) error {
 	}
 	var a task.Attempt
 	data, _, err := l.conn.Get(l.l.Attempt(t.id, last))
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if own(err) {
 		return err
 	}
+	// A record that cannot be read (or decoded) gives no delay: the task is the one
+	// that loses by it.
 	if err == nil && json.Unmarshal(data, &a) == nil {
 		t.eligible = a.Finished.Add(time.Duration(t.spec.RetryDelay))
 	}

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/paddock/paddock/coordinator"
+	"github.com/paddock/paddock/internal/backoff"
 	"github.com/paddock/paddock/internal/metricsserver"
 	"github.com/paddock/paddock/task"
 )
@@ -22,6 +24,9 @@ type Master struct {
 	logger     *slog.Logger
 	metrics    *metrics
 	metricsSrv *metricsserver.Server // /metrics, or nil
+	// rand is the source of the backoffs' jitter, used by Run's goroutine only; nil is
+	// math/rand/v2's global one (tests seed their own).
+	rand *rand.Rand
 }
 
 // New checks cfg and returns a master; it opens the metrics listener, if configured,
@@ -71,6 +76,12 @@ func (m *Master) Run(ctx context.Context) error {
 	if cc.Trust.Empty() {
 		return fmt.Errorf("master: signers_file = %s: it lists no key, and no tls_ca is given: no task could be assigned", m.cfg.SignersFile)
 	}
+	// A request past the servers' limit then fails at the client, as an item's error,
+	// instead of closing the connection (a connection loss, which is the master's own).
+	cc.MaxBuffer = m.cfg.MaxBuffer
+	if cc.MaxBuffer == 0 {
+		cc.MaxBuffer = coordinator.DefaultMaxBuffer
+	}
 	s, err := coordinator.Connect(ctx, cc)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -79,7 +90,11 @@ func (m *Master) Run(ctx context.Context) error {
 		return fmt.Errorf("master: %w", err)
 	}
 	defer s.Close()
+	// Terms that end soon after they began are put off with the backoff: whatever ends
+	// them (the session lost over and over) is not met by campaigning in a loop.
+	retry := backoff.Retry{Rand: m.rand}
 	for {
+		began := time.Now()
 		err := m.term(ctx, s)
 		if ctx.Err() != nil {
 			return nil
@@ -87,7 +102,14 @@ func (m *Master) Run(ctx context.Context) error {
 		if errors.Is(err, coordinator.ErrClosed) {
 			return fmt.Errorf("master: %w", err)
 		}
-		m.logger.Warn("no longer the active master", "err", err)
+		if time.Since(began) > backoff.Default.Cap {
+			retry.Reset()
+		}
+		wait := retry.Fail()
+		m.logger.Warn("no longer the active master", "err", err, "campaign_in", wait.Round(time.Millisecond))
+		if !backoff.Sleep(ctx, wait) {
+			return nil
+		}
 	}
 }
 
@@ -108,6 +130,7 @@ func (m *Master) term(ctx context.Context, s *coordinator.Session) error {
 		h.Release(rctx)
 	}()
 	m.metrics.leader.Set(1)
+	m.metrics.terms.Inc()
 	defer m.metrics.leader.Set(0)
 	return newLeader(m, s, h).run(ctx)
 }

@@ -30,8 +30,9 @@ type cluster struct {
 	addr   string
 	layout task.Layout
 	client *task.Client
-	s      *coordinator.Session // the test's own session, signing as a submitter
+	s      *coordinator.Session // the test's own session, signing as a submitter (the console under newRoleCluster)
 	keys   *testutil.Keys
+	roles  bool // role ACLs: masters run as the master role (newRoleCluster)
 }
 
 func newCluster(t *testing.T) *cluster {
@@ -61,6 +62,9 @@ func (c *cluster) startMaster(id string, opts ...func(*Config)) (m *Master, stop
 	cfg := DefaultConfig()
 	cfg.Servers, cfg.ID, cfg.SessionTimeout, cfg.Resync = []string{c.addr}, id, 2*time.Second, time.Second
 	cfg.MetricsAddr = "127.0.0.1:0"
+	if c.roles {
+		cfg.Access = roleAccess(coordinator.RoleMaster)
+	}
 	cfg.SigningKey, cfg.SignersFile = c.keys.KeyFile(coordinator.RoleMaster), c.keys.SignersFile
 	for _, o := range opts {
 		o(&cfg)

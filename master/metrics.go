@@ -15,6 +15,11 @@ type metrics struct {
 	tasks         *prometheus.GaugeVec
 	assignLatency prometheus.Histogram
 	fires         *prometheus.CounterVec
+	terms         prometheus.Counter
+	itemErrors    *prometheus.CounterVec
+	inError       *prometheus.GaugeVec
+	stepErrors    prometheus.Counter
+	refusals      prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -39,8 +44,30 @@ func newMetrics() *metrics {
 			Name: "paddock_master_job_fires_total",
 			Help: "Job fires this master recorded, by outcome (started, queued, skipped; dequeued: a queued fire started).",
 		}, []string{"outcome"}),
+		terms: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "paddock_master_terms_total", Help: "Times this master became the active one.",
+		}),
+		itemErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "paddock_master_item_errors_total",
+			Help: "Failures of one item (kind job, task or worker) at a step (read, validate, fire, place, end, take back, assign): each puts the item in error until its retry.",
+		}, []string{"kind", "step"}),
+		inError: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "paddock_master_items_in_error", Help: "Items in error now, by kind (job, task, worker).",
+		}, []string{"kind"}),
+		stepErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "paddock_master_step_errors_total",
+			Help: "Steps that failed on the master's own directories and were put off with the backoff.",
+		}),
+		refusals: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "paddock_master_refused_tasks_total",
+			Help: "Tasks ended failed because their worker refused them (could not read them, or could not record their outcome).",
+		}),
 	}
-	m.reg.MustRegister(m.leader, m.workers, m.tasks, m.assignLatency, m.fires)
+	m.reg.MustRegister(m.leader, m.workers, m.tasks, m.assignLatency, m.fires, m.terms, m.itemErrors, m.inError,
+		m.stepErrors, m.refusals)
+	for _, kind := range []string{task.FaultJob, task.FaultTask, kindWorker} {
+		m.inError.WithLabelValues(kind) // every series from the start, at 0
+	}
 	return m
 }
 

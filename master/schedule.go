@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"path"
@@ -34,11 +35,12 @@ type jobState struct {
 	job   task.Job // with defaults
 	sched cron.Schedule
 	// invalid says why the job is not fired: its definition does not validate, or is
-	// not signed by a key trusted for jobs (verifyJob).
+	// not signed by a key trusted for jobs (verifyJob); failJob has recorded it.
 	invalid error
 	armed   bool // a data watch on the job's node is armed
 	// sigArmed: a watch on the job's signature node is armed.
 	sigArmed bool
+	version  int32 // the data version of the job's node as read
 	ctime    time.Time
 	dir      bool      // the fires directory exists
 	fires    []string  // fire names on record, oldest first
@@ -68,7 +70,7 @@ func (l *leader) reloadJobs(ctx context.Context) error {
 	present := make(map[string]bool, len(names))
 	for _, name := range names {
 		present[name] = true
-		if _, known := l.jobs[name]; !known {
+		if _, known := l.jobs[name]; !known && !l.held(jobKey(name)) {
 			if err := l.reloadJob(ctx, name, true); err != nil {
 				return err
 			}
@@ -79,15 +81,31 @@ func (l *leader) reloadJobs(ctx context.Context) error {
 			delete(l.jobs, name)
 		}
 	}
+	l.sweepFaults(task.FaultJob, func(name string) bool { return present[name] })
 	return nil
 }
 
 // reloadJob reads a job's definition, arming a data watch, and its fire records the
-// first time, or when fires is set.
+// first time, or when fires is set. A job that cannot be read, or whose definition is
+// not one to fire, is put in error (failJob). A job in error whose definition changed
+// is tried again at once.
 func (l *leader) reloadJob(ctx context.Context, name string, fires bool) error {
 	if task.CheckJobName(name) != nil {
 		return nil
 	}
+	err := l.readJob(ctx, name, fires)
+	if own(err) {
+		return err
+	}
+	if err != nil {
+		l.failJob(name, stepRead, err)
+	} else if j := l.jobs[name]; j != nil && j.invalid != nil {
+		l.failJob(name, stepValidate, j.invalid)
+	}
+	return nil
+}
+
+func (l *leader) readJob(ctx context.Context, name string, fires bool) error {
 	j := l.jobs[name]
 	if j == nil {
 		j = &jobState{name: name}
@@ -107,11 +125,17 @@ func (l *leader) reloadJob(ctx context.Context, name string, fires bool) error {
 	}
 	if errors.Is(err, zk.ErrNoNode) {
 		delete(l.jobs, name)
+		l.clearFault(jobKey(name))
 		return nil
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("read the definition: %w", err)
 	}
+	if f := l.faults[jobKey(name)]; f != nil && f.rec.Version != st.Version {
+		l.retryNow(jobKey(name), f) // changed: whatever failed may not any more
+		fires = true
+	}
+	j.version = st.Version
 	var def task.Job
 	j.invalid = json.Unmarshal(data, &def)
 	def.Name = name
@@ -119,7 +143,8 @@ func (l *leader) reloadJob(ctx context.Context, name string, fires bool) error {
 		j.invalid = def.Validate()
 	}
 	// A job is fired only if a key trusted for jobs signed this very definition: the
-	// master signs its tasks in its own name (provenance.go).
+	// master signs its tasks in its own name (provenance.go). One that is not is in
+	// error (reloadJob), as an invalid one is.
 	sig, err := l.readJobSig(ctx, j)
 	if err != nil {
 		return err
@@ -130,9 +155,6 @@ func (l *leader) reloadJob(ctx context.Context, name string, fires bool) error {
 	j.job, j.sched, j.ctime = def.WithDefaults(), nil, time.UnixMilli(st.Ctime)
 	if j.invalid == nil && def.Schedule != "" {
 		j.sched, j.invalid = task.ParseSchedule(def.Schedule, def.TimeZone)
-	}
-	if j.invalid != nil {
-		l.logger.Warn("job not fired", "job", name, "err", j.invalid)
 	}
 	if _, known := l.jobs[name]; !known || fires {
 		if err := l.readFires(j); err != nil {
@@ -148,7 +170,7 @@ func (l *leader) reloadJob(ctx context.Context, name string, fires bool) error {
 func (l *leader) readFires(j *jobState) error {
 	names, _, err := l.conn.Children(l.l.Fires(j.name))
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return err
+		return fmt.Errorf("list the fires: %w", err)
 	}
 	j.dir = err == nil
 	j.fires = j.fires[:0]
@@ -168,7 +190,7 @@ func (l *leader) readFires(j *jobState) error {
 			continue
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("read fire %s: %w", j.fires[i], err)
 		}
 		var f task.Fire
 		if json.Unmarshal(data, &f) != nil {
@@ -193,7 +215,7 @@ func (l *leader) readShardPlan(j *jobState) error {
 		return nil
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("read the shard plan: %w", err)
 	}
 	if json.Unmarshal(data, &j.plan) != nil {
 		j.plan = nil // replanned from scratch
@@ -206,7 +228,7 @@ func (l *leader) readShardPlan(j *jobState) error {
 // changed, so that the next master starts from it.
 func (l *leader) planShards(free map[string]int) error {
 	for _, j := range l.jobs {
-		if j.invalid != nil || j.job.Shards == 0 {
+		if j.invalid != nil || j.job.Shards == 0 || l.held(jobKey(j.name)) {
 			continue
 		}
 		var members []string
@@ -229,11 +251,15 @@ func (l *leader) planShards(free map[string]int) error {
 			j.planned = !j.planned // an earlier try made it, or someone removed it: again next step
 			continue
 		}
-		if err != nil {
+		if own(err) {
 			return err
+		} else if err != nil {
+			l.failJob(j.name, stepPlace, fmt.Errorf("write the shard plan: %w", err))
+			continue
 		}
 		l.logger.Info("sharded job's items placed", "job", j.name, "plan", plan)
 		j.plan, j.planned = plan, true
+		l.passed(jobKey(j.name), stepPlace)
 	}
 	return nil
 }
@@ -267,51 +293,78 @@ func (l *leader) runningJobs() map[string]bool {
 }
 
 // fireJobs starts the queued fires whose turn came, and records what each job's
-// scheduled times up to now call for. It returns the earliest next scheduled time.
+// scheduled times up to now call for. It returns the earliest next scheduled time. A
+// job whose fire fails is put in error and the others go on; a job in error waits for
+// its retry, and one that goes through is no longer in error.
 func (l *leader) fireJobs(ctx context.Context) (time.Time, error) {
 	var next time.Time
 	now := time.Now()
 	running := l.runningJobs() // the fires below add to it
 	for _, j := range l.jobs {
-		if err := l.repairFires(j); err != nil {
-			return time.Time{}, err
-		}
-		if j.invalid != nil || !j.job.Enabled {
+		if l.held(jobKey(j.name)) {
 			j.next = time.Time{}
 			continue
 		}
-		if len(j.queued) > 0 && !running[j.name] {
-			if err := l.startQueued(ctx, j, now); err != nil {
-				return time.Time{}, err
-			}
-			running[j.name] = true
-		}
-		if j.sched == nil {
-			continue
-		}
-		after := j.last
-		if after.IsZero() {
-			after = j.ctime // a job never fired starts from its creation
-		}
-		if j.job.EnabledSince.After(after) {
-			after = j.job.EnabledSince // times before it was enabled are never fired
-		}
-		decisions, n := task.Plan(j.job, j.sched, task.PlanState{After: after, Running: running[j.name],
-			Queued: len(j.queued)}, now)
-		for _, d := range decisions {
-			if err := l.recordFire(ctx, j, d, now); err != nil {
-				return time.Time{}, err
-			}
-		}
-		if err := l.pruneFires(j); err != nil {
+		err := l.fireJob(ctx, j, now, running)
+		if own(err) {
 			return time.Time{}, err
 		}
-		j.next = n
-		if !n.IsZero() && (next.IsZero() || n.Before(next)) {
-			next = n
+		if errors.Is(err, zk.ErrShortBuffer) {
+			err = fmt.Errorf("a request of the fire is larger than the servers' jute.maxbuffer (max_buffer %d): %w",
+				l.s.MaxBuffer(), err)
+		}
+		if err != nil {
+			l.failJob(j.name, stepFire, err)
+			j.next = time.Time{}
+			continue
+		}
+		if j.invalid == nil {
+			l.passed(jobKey(j.name), stepRead, stepValidate, stepFire)
+		}
+		if !j.next.IsZero() && (next.IsZero() || j.next.Before(next)) {
+			next = j.next
 		}
 	}
 	return next, nil
+}
+
+// fireJob does for job j what fireJobs does for each, and sets j.next.
+func (l *leader) fireJob(ctx context.Context, j *jobState, now time.Time, running map[string]bool) error {
+	j.next = time.Time{}
+	if err := l.repairFires(j); err != nil {
+		return err
+	}
+	if j.invalid != nil || !j.job.Enabled {
+		return nil
+	}
+	if len(j.queued) > 0 && !running[j.name] {
+		if err := l.startQueued(ctx, j, now); err != nil {
+			return err
+		}
+		running[j.name] = true
+	}
+	if j.sched == nil {
+		return nil
+	}
+	after := j.last
+	if after.IsZero() {
+		after = j.ctime // a job never fired starts from its creation
+	}
+	if j.job.EnabledSince.After(after) {
+		after = j.job.EnabledSince // times before it was enabled are never fired
+	}
+	decisions, n := task.Plan(j.job, j.sched, task.PlanState{After: after, Running: running[j.name],
+		Queued: len(j.queued)}, now)
+	for _, d := range decisions {
+		if err := l.recordFire(ctx, j, d, now); err != nil {
+			return err
+		}
+	}
+	if err := l.pruneFires(j); err != nil {
+		return err
+	}
+	j.next = n
+	return nil
 }
 
 // recordFire records decision d of job j, with the task it starts, in one fenced multi.

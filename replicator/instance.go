@@ -15,16 +15,20 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/paddock/paddock/coordinator"
+	"github.com/paddock/paddock/internal/backoff"
 	"github.com/paddock/paddock/replicator/apply"
 )
 
 // Backoff between runs of a task that failed: a retryable failure (a server
-// unreachable) starts at minBackoff and doubles; a permanent one (a wrong binlog
-// format, a purged position) waits maxBackoff, or until the task's definition changes.
+// unreachable) waits runBackoff's delay for the failures in a row, from minBackoff
+// doubling to maxBackoff, with jitter; a permanent one (a wrong binlog format, a purged
+// position) waits maxBackoff, or until the task's definition changes.
 const (
 	minBackoff = time.Second
 	maxBackoff = 30 * time.Second
 )
+
+var runBackoff = backoff.Policy{Base: minBackoff, Cap: maxBackoff}
 
 // instance is this process standing for one task: an ephemeral-sequential node under
 // the task's instances; the lowest runs the task, each other waits for the one just
@@ -38,22 +42,33 @@ type instance struct {
 
 // serve stands for the task until ctx ends, or, for a cold claim, until another
 // instance turns out to serve it. It registers again whenever its node goes (a new
-// session).
+// session). A registration that fails, and a stand cut short (the task's instances or
+// definition cannot be read: stand gives up its node at once), are tried again with the
+// backoff of the failures in a row, so that nothing about one task makes the instance
+// create and delete nodes in a loop; a stand that lasted past the backoff's cap starts
+// the count over.
 func (in *instance) serve(ctx context.Context) {
+	var retry backoff.Retry
 	for ctx.Err() == nil {
 		node, epoch, err := in.register(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
-				in.logger.Warn("cannot register an instance", "err", err)
-				sleepCtx(ctx, minBackoff)
+				wait := retry.Fail()
+				in.logger.Warn("cannot register an instance", "err", err, "retry_in", wait.Round(time.Millisecond))
+				backoff.Sleep(ctx, wait)
 			}
 			continue
 		}
+		began := time.Now()
 		gaveUp := in.stand(ctx, node, epoch)
 		in.unregister(node)
 		if gaveUp || in.cold && !in.taskExists() {
 			return
 		}
+		if time.Since(began) > backoff.Default.Cap {
+			retry.Reset()
+		}
+		backoff.Sleep(ctx, retry.Fail())
 	}
 }
 
@@ -217,7 +232,7 @@ func (in *instance) runUntil(ctx context.Context, node string, epoch int64, def 
 	defChanged, nodeGone <-chan zk.Event) bool {
 	events, unsubscribe := in.r.s.Subscribe()
 	defer unsubscribe()
-	backoff := minBackoff
+	retry := backoff.Retry{Policy: runBackoff}
 	for {
 		runCtx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
@@ -240,7 +255,7 @@ func (in *instance) runUntil(ctx context.Context, node string, epoch int64, def 
 			return true // the definition changed: read it again
 		}
 		in.r.metrics.errors.WithLabelValues(in.task).Inc()
-		wait := backoff
+		wait := retry.Fail()
 		if !apply.Retryable(err) {
 			wait = maxBackoff
 		}
@@ -251,7 +266,6 @@ func (in *instance) runUntil(ctx context.Context, node string, epoch int64, def 
 		case backoffStop:
 			return false
 		}
-		backoff = min(2*backoff, maxBackoff)
 	}
 }
 
@@ -361,12 +375,5 @@ func waitEvent(ctx context.Context, ev <-chan zk.Event) bool {
 		return true
 	case <-ctx.Done():
 		return false
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	select {
-	case <-time.After(d):
-	case <-ctx.Done():
 	}
 }

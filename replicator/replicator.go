@@ -14,6 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/paddock/paddock/coordinator"
+	"github.com/paddock/paddock/internal/backoff"
 	"github.com/paddock/paddock/internal/metricsserver"
 )
 
@@ -93,23 +94,37 @@ func (r *Replicator) Run(ctx context.Context) error {
 }
 
 // scan is the cold standby: it looks for enabled tasks that no instance serves, on
-// every change of the task list and every ScanInterval, and claims them.
+// every change of the task list and every ScanInterval, and claims them. A listing that
+// fails for a reason other than the connection is tried again with the backoff of the
+// failures in a row; the scan stops only with ctx or the session.
 func (r *Replicator) scan(ctx context.Context, wg *sync.WaitGroup) {
 	serving := map[string]bool{}
 	var mu sync.Mutex // guards serving
 	conn := r.s.Conn()
+	var retry backoff.Retry
 	for ctx.Err() == nil {
 		names, _, ev, err := conn.ChildrenW(r.layout.Tasks())
 		if errors.Is(err, zk.ErrNoNode) {
-			err = r.s.MakeDirs(ctx, r.layout.Tasks())
-			continue
+			if err = r.s.MakeDirs(ctx, r.layout.Tasks()); err == nil {
+				continue
+			}
 		}
 		if err != nil {
-			if r.s.WaitToRetry(ctx, err) != nil {
+			werr := r.s.WaitToRetry(ctx, err)
+			if werr == nil {
+				continue
+			}
+			if ctx.Err() != nil || errors.Is(werr, coordinator.ErrClosed) {
+				return
+			}
+			wait := retry.Fail()
+			r.logger.Warn("cannot list the replication tasks", "err", err, "retry_in", wait.Round(time.Millisecond))
+			if !backoff.Sleep(ctx, wait) {
 				return
 			}
 			continue
 		}
+		retry.Reset()
 		for _, t := range names {
 			mu.Lock()
 			busy := serving[t]

@@ -54,5 +54,10 @@ func (l Layout) ACLRules() []coordinator.Rule {
 		{Pattern: l.JobSig("*"), Grants: g(coordinator.Grant{Role: s, Perms: rw}, coordinator.Grant{Role: m, Perms: r}, coordinator.Grant{Role: w, Perms: r})},
 		{Pattern: l.join("jobs", "*", "*"), Grants: g(coordinator.Grant{Role: s, Perms: r | zk.PermDelete}, coordinator.Grant{Role: m, Perms: crdw}, coordinator.Grant{Role: w, Perms: r})},
 		{Pattern: l.join("jobs", "*", "*", "*"), Grants: g(coordinator.Grant{Role: s, Perms: r}, coordinator.Grant{Role: m, Perms: rwd}, coordinator.Grant{Role: w, Perms: r})},
+		// Items in error are the master's record; the console (an operator) clears one by
+		// deleting it, and everyone else reads them.
+		{Pattern: l.Faults(), Grants: g(coordinator.Grant{Role: m, Perms: cr}, coordinator.Grant{Role: s, Perms: r}, coordinator.Grant{Role: w, Perms: r})},
+		{Pattern: l.join("faults", "*"), Grants: g(coordinator.Grant{Role: m, Perms: crd}, coordinator.Grant{Role: s, Perms: r}, coordinator.Grant{Role: w, Perms: r})},
+		{Pattern: l.join("faults", "*", "*"), Grants: g(coordinator.Grant{Role: m, Perms: rwd}, coordinator.Grant{Role: s, Perms: r}, coordinator.Grant{Role: w, Perms: r})},
 	}
 }

@@ -46,6 +46,9 @@ type Task struct {
 	// a live worker that takes tasks matches it: it waits for a free slot, or for the
 	// master.
 	Waiting string `json:"waiting,omitempty"`
+	// Fault, if the master has the task in error (it cannot read it, end it or take it
+	// back), says why and when it tries again; the task is not assigned meanwhile.
+	Fault *Fault `json:"fault,omitempty"`
 }
 
 // Client submits and follows tasks through a Session. It is safe for concurrent use.
@@ -296,6 +299,9 @@ func (c *Client) get(ctx context.Context, id string, worker func() (string, erro
 	}
 	if t.State == Pending && ws != nil {
 		t.Waiting = ws.waiting(ctx, c, t)
+	}
+	if !t.State.Ended() {
+		t.Fault = c.faultOf(ctx, c.l.TaskFault(id))
 	}
 	return t, nil
 }

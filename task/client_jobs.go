@@ -54,6 +54,13 @@ type JobView struct {
 	// assigned or running), oldest first. Runs started with RunNow, and runs of older
 	// fires, are not looked for.
 	Active []string `json:"active,omitempty"`
+	// Fault, if the master has the job in error, says why and when it tries again: the
+	// job is not fired meanwhile (ClearJobFault tries it at once).
+	Fault *Fault `json:"fault,omitempty"`
+	// Error says what of the job this client could not read (its ACL is its
+	// submitter's choice): a view holds what could be read, and ListJobs lists a job it
+	// cannot read at all with its name, this and its Fault.
+	Error string `json:"error,omitempty"`
 }
 
 // FireView is one fire record of a job.
@@ -492,8 +499,12 @@ func (c *Client) ListJobs(ctx context.Context) ([]*JobView, error) {
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // deleted meanwhile
 		}
-		if err != nil {
+		if coordinator.IsConnLoss(err) || errors.Is(err, zk.ErrClosing) || ctx.Err() != nil {
 			return nil, fmt.Errorf("list jobs: %s: %w", name, err)
+		}
+		if err != nil {
+			v = &JobView{Job: Job{Name: name}, Fires: []FireView{}, Error: "cannot read the job: " + err.Error(),
+				Fault: c.faultOf(ctx, c.l.JobFault(name))}
 		}
 		out = append(out, v)
 	}
@@ -542,7 +553,9 @@ func (c *Client) jobView(ctx context.Context, name string, now time.Time) (*JobV
 	}
 	v := &JobView{Job: j, Version: st.Version, Fires: []FireView{}}
 	names, _, err := c.fireNames(ctx, name)
-	if err != nil {
+	if err != nil && !coordinator.IsConnLoss(err) && ctx.Err() == nil {
+		v.Error, names = "cannot list its fire records: "+err.Error(), nil
+	} else if err != nil {
 		return nil, err
 	}
 	v.FireCount = len(names)
@@ -554,10 +567,12 @@ func (c *Client) jobView(ctx context.Context, name string, now time.Time) (*JobV
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // trimmed by the master meanwhile
 		}
-		if err != nil {
+		if coordinator.IsConnLoss(err) || ctx.Err() != nil {
 			return nil, err
 		}
-		if err := json.Unmarshal(data, &f.Fire); err != nil {
+		if err != nil {
+			f.Error = "unreadable: " + err.Error()
+		} else if err := json.Unmarshal(data, &f.Fire); err != nil {
 			f.Fire, f.Error = Fire{}, "not a fire record: "+err.Error()
 		}
 		v.Fires = append(v.Fires, f)
@@ -592,6 +607,7 @@ func (c *Client) jobView(ctx context.Context, name string, now time.Time) (*JobV
 		}
 	}
 	v.Next = NextFires(j, last, now, JobViewNext)
+	v.Fault = c.faultOf(ctx, c.l.JobFault(name))
 	return v, nil
 }
 

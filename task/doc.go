@@ -24,6 +24,12 @@
 //	                                            yyyymmddThhmmssZ): started (with its task), queued or
 //	                                            skipped; created in the multi that submits its task
 //	/jobs/<job>/shards              persistent  by the master: a sharded job's ShardPlan (worker → items)
+//	/assign/<worker>/refused-task-<seq>  persistent  by the worker, in the multi that deletes its
+//	                                            assignment: a Refusal (it could not read the task or
+//	                                            record its outcome); the master ends the task and deletes it
+//	/faults/jobs/<job>              persistent  by the master: a Fault, the job in error (not fired until
+//	/faults/tasks/task-<seq>                    its retry); deleted when the item goes through, ends or
+//	                                            goes; an operator's delete tries it again at once
 //
 //	/tasks/task-<seq>/sig           persistent  by its author, after the spec: the spec's signature
 //	/jobs/<job>/sig                 persistent  by its author: the definition's signature (sign.go)

@@ -56,11 +56,17 @@ func (l Layout) Job(name string) string              { return l.join("jobs", nam
 func (l Layout) Fires(job string) string             { return l.join("jobs", job, firesName) }
 func (l Layout) Fire(job, fire string) string        { return l.join("jobs", job, firesName, fire) }
 func (l Layout) Shards(job string) string            { return l.join("jobs", job, ShardsNode) }
+func (l Layout) Faults() string                      { return l.join("faults") }
+func (l Layout) JobFaults() string                   { return l.join("faults", "jobs") }
+func (l Layout) JobFault(name string) string         { return l.join("faults", "jobs", name) }
+func (l Layout) TaskFaults() string                  { return l.join("faults", "tasks") }
+func (l Layout) TaskFault(id string) string          { return l.join("faults", "tasks", id) }
+func (l Layout) Refusal(worker, id string) string    { return l.join("assign", worker, refusedPrefix+id) }
 
 // Dirs are the cluster's persistent top nodes, each made by whichever party needs it
 // first: whoever makes them all at start (paddock up) leaves none for another to make.
 func (l Layout) Dirs() []string {
-	return []string{l.Tasks(), l.Workers(), l.Assign(), l.Jobs(), l.Drains(), l.Clock()}
+	return []string{l.Tasks(), l.Workers(), l.Assign(), l.Jobs(), l.Drains(), l.Clock(), l.Faults()}
 }
 
 const (

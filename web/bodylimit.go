@@ -24,8 +24,8 @@ const (
 	// as the API takes of a job in JSON.
 	jobFormBodyLimit = 64 << 10
 	// jobActionBodyLimit bounds the job pages' button forms (POST /jobs/<job>/enable,
-	// /disable, /run and /delete): a CSRF token, where to go back to and the job's name
-	// typed to confirm a delete.
+	// /disable, /run, /clear-error and /delete): a CSRF token, where to go back to and the
+	// job's name typed to confirm a delete.
 	jobActionBodyLimit = 2 << 10
 	// defaultBodyLimit bounds every other request.
 	defaultBodyLimit = 64 << 10
@@ -43,7 +43,7 @@ func bodyLimit(path string) int64 {
 	}
 	if rest, ok := strings.CutPrefix(path, "/jobs/"); ok {
 		switch _, action, _ := strings.Cut(rest, "/"); action {
-		case "enable", "disable", "run", "delete":
+		case "enable", "disable", "run", "clear-error", "delete":
 			return jobActionBodyLimit
 		}
 	}

@@ -74,7 +74,8 @@
 // need operator; a bad spec or job is 400 naming the field and changes nothing:
 //
 //	GET    /api/v1/tasks?offset=0&limit=50      newest first, paged: {tasks, total, offset, next}
-//	GET    /api/v1/tasks/:id                    the task.Task: spec, state, assignment, status, history
+//	GET    /api/v1/tasks/:id                    the task.Task: spec, state, assignment, status, history,
+//	                                            fault (the master has it in error)
 //	POST   /api/v1/tasks {task.Spec}            201 {id}; unknown fields are 400
 //	POST   /api/v1/tasks/:id/cancel             404 if none, 409 if it has ended
 //	POST   /api/v1/tasks/:id/retry              an ended task's spec as a new task: 201 {id, retry_of};
@@ -88,6 +89,8 @@
 //	                                            JobView's) or the one it reads: 409 if changed since
 //	POST   /api/v1/jobs/:name/enable            and /disable: {name, enabled}
 //	POST   /api/v1/jobs/:name/run               a run now, enabled or not: 201 {id, job}
+//	POST   /api/v1/jobs/:name/clear-error       deletes the master's record of the job in error (its
+//	                                            view's fault): the master tries it again at once
 //	DELETE /api/v1/jobs/:name                   its fire records too; the tasks it started stay
 //
 // A job's task is answered and audited with its secrets masked, as a task's; a PUT that
@@ -95,8 +98,9 @@
 // console cannot restore is 400 (it never stores the mask as a secret).
 //
 //	GET    /api/v1/workers                      {master: task.MasterInfo or null, workers: [{id, info,
-//	                                            assigned, running, beat, stale}]} (counts of /assign/<id>'s children;
-//	                                            stale: no heartbeat within info.heartbeat×3, ≥10 s)
+//	                                            assigned, running, beat, stale, refused}]} (counts of
+//	                                            /assign/<id>'s assignments; stale: no heartbeat within
+//	                                            info.heartbeat×3, ≥10 s; refused: [task.Refusal])
 //
 // Replication (replicator.Admin, which masks the DSNs' passwords: the console
 // answers, shows and audits only its masked views, so a password never leaves it):

@@ -381,6 +381,35 @@ func (c *Console) doRunJob(g *gin.Context, name string) ([]string, error) {
 	return ids, nil
 }
 
+func (c *Console) apiClearJobFault(g *gin.Context) {
+	name, ok := jobName(g)
+	if !ok {
+		return
+	}
+	if err := c.doClearJobFault(g, name); err != nil {
+		c.serviceError(g, name, err)
+		return
+	}
+	g.JSON(http.StatusOK, gin.H{"name": name, "cleared": true})
+}
+
+// doClearJobFault deletes the master's record of job name in error, audited: the master
+// tries the job again at once (and records it again if it fails again).
+func (c *Console) doClearJobFault(g *gin.Context, name string) error {
+	if err := task.CheckJobName(name); err != nil {
+		return badRequest("%v", err)
+	}
+	before := snapshotOf(nil, nil)
+	if data, st, err := c.conn.Get(c.taskLayout().JobFault(name)); err == nil {
+		before = snapshotOf(data, st)
+	}
+	if err := c.taskClient().ClearJobFault(g.Request.Context(), name); err != nil {
+		return err
+	}
+	c.audit(g, AuditRecord{Action: "job.clear_error", Target: name, Before: before, After: snapshotOf(nil, nil)})
+	return nil
+}
+
 func (c *Console) apiDeleteJob(g *gin.Context) {
 	name, ok := jobName(g)
 	if !ok {

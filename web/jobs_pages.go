@@ -283,6 +283,15 @@ func (c *Console) jobRunForm(g *gin.Context) {
 	redirectWith(g, jobBack(g, name), "flash", "ran "+name+" now: "+strings.Join(ids, ", "))
 }
 
+func (c *Console) jobClearFaultForm(g *gin.Context) {
+	name := g.Param("name")
+	if err := c.doClearJobFault(g, name); err != nil {
+		formFailed(g, jobBack(g, name), err)
+		return
+	}
+	redirectWith(g, jobBack(g, name), "flash", "cleared the error of "+name+": the master tries it again now")
+}
+
 // jobDeleteForm deletes the job if the form's confirm field repeats its name.
 func (c *Console) jobDeleteForm(g *gin.Context) {
 	name := g.Param("name")

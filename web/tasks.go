@@ -27,7 +27,8 @@ const defaultTaskPage = 50
 // functions.
 func addPages(set pageSet, names ...string) error {
 	funcs := template.FuncMap{"age": age, "lines": lines, "envLines": envLines,
-		"hasPrefix": strings.HasPrefix, "inZone": inZone, "policies": policies, "dagHref": dagHref}
+		"hasPrefix": strings.HasPrefix, "inZone": inZone, "policies": policies, "dagHref": dagHref,
+		"refusals": refusals}
 	for _, name := range names {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
@@ -44,6 +45,15 @@ func age(t time.Time) string {
 		return "never"
 	}
 	return time.Since(t).Round(time.Second).String() + " ago"
+}
+
+// refusals counts the tasks the workers refused.
+func refusals(ws []WorkerView) int {
+	n := 0
+	for _, w := range ws {
+		n += len(w.Refused)
+	}
+	return n
 }
 
 // lines joins ss one per line, for a textarea.
@@ -322,6 +332,7 @@ func (c *Console) serviceAPIRoutes(r *gin.RouterGroup, operator, admin gin.Handl
 	r.POST("/jobs/:name/enable", operator, c.apiEnableJob(true))
 	r.POST("/jobs/:name/disable", operator, c.apiEnableJob(false))
 	r.POST("/jobs/:name/run", operator, c.apiRunJob)
+	r.POST("/jobs/:name/clear-error", operator, c.apiClearJobFault)
 	r.DELETE("/jobs/:name", operator, c.apiDeleteJob)
 	r.GET("/workers", c.apiWorkers)
 	r.POST("/workers/:id/drain", operator, c.apiDrain(true))
@@ -353,6 +364,7 @@ func (c *Console) servicePageRoutes(r *gin.RouterGroup, operator, admin gin.Hand
 	r.POST("/jobs/:name/enable", operator, c.jobEnableForm(true))
 	r.POST("/jobs/:name/disable", operator, c.jobEnableForm(false))
 	r.POST("/jobs/:name/run", operator, c.jobRunForm)
+	r.POST("/jobs/:name/clear-error", operator, c.jobClearFaultForm)
 	r.POST("/jobs/:name/delete", operator, c.jobDeleteForm)
 	r.GET("/dags/*dag", c.dagPage)
 	r.GET("/workers", c.workersPage)

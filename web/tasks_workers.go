@@ -31,6 +31,9 @@ type WorkerView struct {
 	// clock); Stale says it is older than Info.StaleAfter: the master gives it nothing new.
 	Beat  time.Time `json:"beat"`
 	Stale bool      `json:"stale"`
+	// Refused are the tasks the worker handed back because it could not read them or
+	// record their outcome, until the master has ended them (task.Refusal).
+	Refused []task.Refusal `json:"refused,omitempty"`
 }
 
 // ClusterView is the task cluster's master (nil when none is elected) and workers.
@@ -98,9 +101,23 @@ func (c *Console) cluster(ctx context.Context) (ClusterView, error) {
 			b := w.Info.StaleAfter()
 			w.Stale = nowErr == nil && b > 0 && now.Sub(w.Beat) > b
 		}
-		assigned, err := c.childrenOf(ctx, l.AssignDir(id))
+		names, err := c.childrenOf(ctx, l.AssignDir(id))
 		if err != nil {
 			return v, err
+		}
+		var assigned []string
+		for _, n := range names {
+			if t, ok := task.RefusedTask(n); ok {
+				r := task.Refusal{Task: t, Worker: id}
+				if err := c.readJSON(ctx, l.Refusal(id, t), &r); errors.Is(err, zk.ErrNoNode) {
+					continue // the master ended the task meanwhile
+				} else if err != nil {
+					r.Error = "unreadable refusal: " + err.Error()
+				}
+				w.Refused = append(w.Refused, r)
+			} else if task.CheckID(n) == nil {
+				assigned = append(assigned, n)
+			}
 		}
 		w.Assigned = len(assigned)
 		if w.State = w.Info.State; w.State == "" {

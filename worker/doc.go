@@ -95,6 +95,19 @@
 // no trace. If the connection drops during the multi, the worker waits for it, reads
 // the node to learn whether the multi was applied, and sends it again only if not.
 //
+// # Refusals and holds
+//
+// No task a client can shape makes the worker spin (refuse.go). A task whose outcome
+// the servers refuse to record for any reason but the connection (its node lets the
+// worker create nothing under it, say), or whose spec the worker cannot read, is
+// refused: one multi deletes its assignment and creates /assign/<id>/refused-<task> (a
+// task.Refusal: the attempt, whether it ran, why), and the worker never claims that
+// task again; the master ends it failed, naming the worker and why. So a task whose
+// outcome cannot be recorded runs once. An assignment the worker cannot read or mark
+// started is held: skipped, and tried again with the backoff (internal/backoff) of its
+// failures in a row, while the others go on. A pass that fails (the listing, the drain
+// request, the registration's state) is tried again with the same backoff.
+//
 // # Session
 //
 // While disconnected (suspended) the tasks keep running. When the session is lost —
@@ -116,4 +129,9 @@
 //	                                                counter: processes killed whose run's
 //	                                                supervisor was gone: start (an earlier
 //	                                                life's) or run (a supervisor that died)
+//	paddock_worker_tasks_refused_total{reason}      counter: tasks refused, reason unrecorded
+//	                                                (it ran) or unreadable (it did not)
+//	paddock_worker_tasks_refused                    gauge: refusals the master has not ended yet
+//	paddock_worker_assignment_holds_total           counter: assignments put off after an error
+//	paddock_worker_assignments_held                 gauge: assignments held now
 package worker

@@ -27,6 +27,9 @@ type job struct {
 	spec    task.Spec
 	specErr error // the spec is unreadable or invalid: the run fails at once, for good
 	session int64 // the session the task was given to
+	// refused is set by the job's goroutine before it reports on ended: its outcome could
+	// not be recorded, and the task was refused.
+	refused bool
 
 	// ctx is cancelled with errStopping or errSessionLost to abandon the run: its
 	// process is killed and nothing is recorded.

@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/paddock/paddock/coordinator"
+	"github.com/paddock/paddock/internal/backoff"
 	"github.com/paddock/paddock/task"
 )
 
@@ -28,10 +29,6 @@ var (
 type handBack struct{ reason string }
 
 func (h *handBack) Error() string { return "handed back: " + h.reason }
-
-// relistPause is how long the loop waits to list the assignments again after a
-// listing failed.
-const relistPause = time.Second
 
 // loop is the worker at work: one goroutine (run) watches the assignment directory and
 // the session, claims assignments and starts a goroutine per job; the jobs report back
@@ -62,7 +59,13 @@ type loop struct {
 	noted map[string]int64 // assignments left alone, by name: the czxid of the one logged
 	watch <-chan zk.Event  // fires when the assignment directory's children change
 	dirty bool             // the assignments must be listed again
-	retry <-chan time.Time // fires when a failed listing is to be tried again
+	retry <-chan time.Time // fires when a failed read or a held assignment is to be tried again
+	// relist is the backoff of failed passes (a listing, the drain request, the state);
+	// holds are the assignments put off after an error, refused the tasks this worker
+	// refused (refuse.go), by name.
+	relist  backoff.Retry
+	holds   map[string]*hold
+	refused map[string]bool
 
 	wg sync.WaitGroup // the job goroutines and their helpers
 }
@@ -83,6 +86,9 @@ func newLoop(w *Worker, sess *coordinator.Session, reg *coordinator.Ephemeral, i
 		jobs:       make(map[string]*job),
 		ended:      make(chan *job),
 		noted:      make(map[string]int64),
+		relist:     backoff.Retry{Rand: w.rand},
+		holds:      make(map[string]*hold),
+		refused:    make(map[string]bool),
 	}
 }
 
@@ -98,21 +104,7 @@ func (l *loop) run(ctx context.Context) error {
 	beat := time.NewTicker(l.w.cfg.HeartbeatInterval)
 	defer beat.Stop()
 	for {
-		if l.drainDirty {
-			l.drainDirty = false
-			if !l.readDrain() && l.retry == nil {
-				l.retry = time.After(relistPause)
-			}
-		}
-		if !l.publish() && l.retry == nil {
-			l.retry = time.After(relistPause)
-		}
-		if l.dirty {
-			l.dirty = false
-			if !l.scan() && l.retry == nil {
-				l.retry = time.After(relistPause)
-			}
-		}
+		l.pass()
 		if l.stopping && len(l.jobs) == 0 {
 			return nil
 		}
@@ -131,6 +123,10 @@ func (l *loop) run(ctx context.Context) error {
 			l.drainWatch, l.drainDirty = nil, true
 		case j := <-l.ended:
 			delete(l.jobs, j.id)
+			if j.refused {
+				l.refused[j.id] = true
+				l.w.metrics.refusedNow.Set(float64(len(l.refused)))
+			}
 			l.dirty = true
 		case <-l.retry:
 			l.retry, l.dirty, l.drainDirty = nil, true, l.drainWatch == nil
@@ -143,6 +139,32 @@ func (l *loop) run(ctx context.Context) error {
 			l.graceOver = nil
 			l.handBackAll(fmt.Sprintf("the worker stopped and its stop grace (%v) is over", l.w.cfg.StopGrace))
 		}
+	}
+}
+
+// pass reads what must be read — the drain request, the assignments — and publishes
+// the worker's state. A pass that fails is tried again after the backoff of the failed
+// passes in a row; a held assignment, when it comes due.
+func (l *loop) pass() {
+	ok := true
+	if l.drainDirty {
+		l.drainDirty = false
+		ok = l.readDrain()
+	}
+	ok = l.publish() && ok
+	if l.dirty {
+		l.dirty = false
+		ok = l.scan() && ok
+	}
+	if ok {
+		l.relist.Reset()
+	}
+	switch next := l.nextHold(); {
+	case l.retry != nil:
+	case !ok:
+		l.retry = time.After(l.relist.Fail())
+	case !next.IsZero():
+		l.retry = time.After(time.Until(next))
 	}
 }
 
@@ -315,8 +337,10 @@ func (l *loop) stopJobs() {
 
 // scan lists the assignments, re-arming the watch, and claims those this worker should
 // run, oldest first, while it has free slots; a worker that takes no new work hands
-// back those it has not started instead. It returns false if it could not finish (the
-// connection is down, the directory is missing), for run to try again.
+// back those it has not started instead. An assignment that fails for a reason other
+// than the connection is held (holdBack) and the others go on; a refused task is not
+// claimed again. It returns false if it could not finish (the connection is down, the
+// directory is missing), for run to try again.
 func (l *loop) scan() bool {
 	names, _, watch, err := l.conn.ChildrenW(l.dir)
 	if err != nil {
@@ -325,16 +349,33 @@ func (l *loop) scan() bool {
 	}
 	l.watch = watch
 	slices.Sort(names)
+	listed, refusals := make(map[string]bool, len(names)), map[string]bool{}
+	for _, name := range names {
+		if id, ok := task.RefusedTask(name); ok {
+			refusals[id] = true
+		} else {
+			listed[name] = true
+		}
+	}
 	for name := range l.noted {
-		if !slices.Contains(names, name) {
+		if !listed[name] {
 			delete(l.noted, name)
 		}
 	}
+	l.forget(listed, refusals)
 	for _, name := range names {
+		if !listed[name] || l.holding(name) {
+			continue
+		}
+		if l.refused[name] || refusals[name] {
+			l.note(name, 0, "leaving the assignment of a task this worker refused to the master")
+			continue
+		}
 		if _, ok := l.jobs[name]; !ok && !l.taking() {
 			if err := l.handBackUnstarted(name); err != nil {
-				l.logger.Warn("cannot hand back assignment", "task", name, "err", err)
-				return false
+				if !l.claimFailed(name, fmt.Errorf("hand back: %w", err)) {
+					return false
+				}
 			}
 			continue
 		}
@@ -346,13 +387,28 @@ func (l *loop) scan() bool {
 		}
 		j, err := l.claim(name)
 		if err != nil {
-			l.logger.Warn("cannot claim assignment", "task", name, "err", err)
-			return false
+			if !l.claimFailed(name, err) {
+				return false
+			}
+			continue
 		}
+		delete(l.holds, name)
 		if j != nil {
 			l.start(j)
 		}
 	}
+	return true
+}
+
+// claimFailed handles an assignment that could not be claimed or handed back: false if
+// it was the connection (the scan stops, to be tried again), else the assignment is
+// held and the scan goes on.
+func (l *loop) claimFailed(name string, err error) bool {
+	if coordinator.IsConnLoss(err) || errors.Is(err, zk.ErrClosing) {
+		l.logger.Debug("cannot claim assignment", "task", name, "err", err)
+		return false
+	}
+	l.holdBack(name, err)
 	return true
 }
 
@@ -409,11 +465,22 @@ func (l *loop) claim(name string) (*job, error) {
 		return nil, nil
 	}
 	spec, specErr, err := l.readSpec(name)
-	if err != nil {
-		if errors.Is(err, zk.ErrNoNode) {
-			l.note(name, stat.Czxid, "ignoring an assignment of a task that does not exist")
-			return nil, nil
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		l.note(name, stat.Czxid, "ignoring an assignment of a task that does not exist")
+		return nil, nil
+	case err != nil && !coordinator.IsConnLoss(err) && !errors.Is(err, zk.ErrClosing):
+		// The task is there and this worker cannot read it: it is not run here. A hand
+		// back cut off by the connection is tried again with the next scan.
+		r := refusal{id: name, path: path, version: stat.Version, attempt: a.Attempt, why: err}
+		if err := l.handBack(r); err != nil {
+			return nil, err
 		}
+		l.refusing(r)
+		l.refused[name] = true
+		l.w.metrics.refusedNow.Set(float64(len(l.refused)))
+		return nil, nil
+	case err != nil:
 		return nil, err
 	}
 	return l.markStarted(name, path, a, stat.Version, spec, specErr)

@@ -26,6 +26,11 @@ type metrics struct {
 	finished *prometheus.CounterVec
 	duration prometheus.Histogram
 	capacity prometheus.Gauge
+	// Refusals and holds (refuse.go).
+	refused    *prometheus.CounterVec
+	refusedNow prometheus.Gauge
+	holds      prometheus.Counter
+	held       prometheus.Gauge
 }
 
 func newMetrics(capacity int) *metrics {
@@ -48,11 +53,30 @@ func newMetrics(capacity int) *metrics {
 			Namespace: "paddock", Subsystem: "worker", Name: "capacity",
 			Help: "How many tasks the worker runs at once.",
 		}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "paddock", Subsystem: "worker", Name: "tasks_refused_total",
+			Help: "Tasks this worker refused and handed back, never to claim them again, by reason: unrecorded (it ran; the servers refused its outcome), unreadable (not run: its spec could not be read).",
+		}, []string{"reason"}),
+		refusedNow: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "paddock", Subsystem: "worker", Name: "tasks_refused",
+			Help: "Refused tasks whose assignment or refusal is still in this worker's directory (the master has not ended them yet).",
+		}),
+		holds: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "paddock", Subsystem: "worker", Name: "assignment_holds_total",
+			Help: "Times an assignment could not be claimed (for a reason other than the connection) and was put off with the backoff.",
+		}),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "paddock", Subsystem: "worker", Name: "assignments_held",
+			Help: "Assignments put off now, waiting for their retry.",
+		}),
 	}
 	for _, s := range []string{finishedDone, finishedFailed, finishedCancelled, finishedRetry, finishedHandedBack} {
 		m.finished.WithLabelValues(s) // every series from the start, at 0
 	}
+	for _, r := range []string{refusedUnrecorded, refusedUnreadable} {
+		m.refused.WithLabelValues(r)
+	}
 	m.capacity.Set(float64(capacity))
-	m.reg.MustRegister(m.running, m.finished, m.duration, m.capacity)
+	m.reg.MustRegister(m.running, m.finished, m.duration, m.capacity, m.refused, m.refusedNow, m.holds, m.held)
 	return m
 }

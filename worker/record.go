@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/go-zookeeper/zk"
 
@@ -18,7 +19,9 @@ import (
 // multi fails and the run leaves no trace. A multi whose reply is lost with the
 // connection is sent again only once the worker has found it was not applied, so the
 // outcome is never recorded twice. record gives up when ctx ends while it waits for the
-// connection.
+// connection. An outcome the servers refuse for any other reason (the task's node
+// lets this worker create nothing under it, say) is not tried again: the task is
+// refused (refuse.go), so that it does not run again here, and the master ends it.
 func (l *loop) record(ctx context.Context, j *job, o *outcome) {
 	target, data, kind, err := l.result(j, o)
 	if err != nil {
@@ -41,6 +44,10 @@ func (l *loop) record(ctx context.Context, j *job, o *outcome) {
 		case op == 1 && errors.Is(err, zk.ErrNodeExists):
 			l.alreadyRecorded(j, target)
 			return
+		case op == 1 && errors.Is(err, zk.ErrNoNode):
+			l.logger.Warn("task deleted while it ran: outcome dropped", "task", j.id, "attempt", j.a.Attempt)
+			l.dropAssignment(j)
+			return
 		case op < 0 && coordinator.IsConnLoss(err):
 			l.logger.Info("connection lost while recording outcome", "task", j.id, "attempt", j.a.Attempt, "err", err)
 			applied, ok := l.settle(ctx, err, target, data)
@@ -52,8 +59,13 @@ func (l *loop) record(ctx context.Context, j *job, o *outcome) {
 				l.recorded(j, o, kind)
 				return
 			}
+		case errors.Is(err, zk.ErrClosing):
+			l.logger.Warn("stopped before the outcome was recorded", "task", j.id, "attempt", j.a.Attempt, "err", err)
+			return
 		default:
-			l.logger.Error("cannot record outcome", "task", j.id, "attempt", j.a.Attempt, "path", target, "err", err)
+			j.refused = true
+			l.refuse(ctx, refusal{id: j.id, path: j.path, version: j.version, attempt: j.a.Attempt, ran: true,
+				why: fmt.Errorf("record the outcome in %s: %w", target, err)})
 			return
 		}
 	}
@@ -100,6 +112,11 @@ func (l *loop) settle(ctx context.Context, err error, target string, data []byte
 func (l *loop) alreadyRecorded(j *job, target string) {
 	l.logger.Warn("task already has this record: dropping the run's outcome", "task", j.id,
 		"attempt", j.a.Attempt, "path", target)
+	l.dropAssignment(j)
+}
+
+// dropAssignment deletes j's assignment, at its version, so that it is not run again.
+func (l *loop) dropAssignment(j *job) {
 	err := l.conn.Delete(j.path, j.version)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
 		l.logger.Warn("cannot delete assignment", "task", j.id, "err", err)

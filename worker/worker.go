@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/paddock/paddock/coordinator"
+	"github.com/paddock/paddock/internal/backoff"
 	"github.com/paddock/paddock/internal/metricsserver"
 	"github.com/paddock/paddock/task"
 )
@@ -31,6 +33,9 @@ type Worker struct {
 	runner  *runner // starts tasks and ends them
 	// dialer, if set, opens the session's connections: tests cut them with it.
 	dialer zk.Dialer
+	// rand is the source of the backoffs' jitter, used by the loop's goroutine only; nil
+	// is math/rand/v2's global one (tests seed their own).
+	rand *rand.Rand
 
 	ran atomic.Bool // Run was called
 
@@ -210,7 +215,7 @@ func (w *Worker) register(ctx context.Context, sess *coordinator.Session) (*coor
 		if h.first {
 			w.logger.Warn("waiting for the old registration to expire", "path", path, "holder", h.String(), "wait_at_most", h.limit)
 		}
-		if !pause(ctx, registerRetry) {
+		if !backoff.Sleep(ctx, registerRetry) {
 			return nil, info, nil
 		}
 	}
@@ -264,18 +269,6 @@ func (h *holder) String() string {
 		s += ", started " + h.info.Started.Format(time.RFC3339)
 	}
 	return s
-}
-
-// pause waits for d; false if ctx ends first.
-func pause(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 func hexID(id int64) string { return fmt.Sprintf("0x%x", id) }

@@ -400,7 +400,10 @@ func (j *jobCLI) listCmd() *cobra.Command {
 		fmt.Fprintln(w, "NAME\tENABLED\tSCHEDULE\tNEXT\tLAST FIRE\tACTIVE\tCOMMAND")
 		for _, v := range vs {
 			next, last := "-", "-"
-			if len(v.Next) > 0 {
+			switch {
+			case v.Fault != nil:
+				next = "in error" // not fired until its retry
+			case len(v.Next) > 0:
 				next = v.Next[0].Format(time.RFC3339)
 			}
 			if len(v.Fires) > 0 {
@@ -443,6 +446,13 @@ func printJob(out io.Writer, v *task.JobView) error {
 		j.Task.RetryDelay, j.Task.Priority)
 	field("Created", "%s", timeOr(j.Created, "-"))
 	field("Updated", "%s", timeOr(j.Updated, "-"))
+	if f := v.Fault; f != nil {
+		field("Error", "the master cannot %s it: %s (%d tries since %s; next %s, or at once when the job changes or "+
+			"the error is cleared in the console)", f.Step, f.Error, f.Tries, f.Since.Format(time.RFC3339), f.Next.Format(time.RFC3339))
+	}
+	if v.Error != "" {
+		field("Unreadable", "%s", v.Error)
+	}
 	if len(v.Active) > 0 {
 		field("Active", "%s", strings.Join(v.Active, ", "))
 	}

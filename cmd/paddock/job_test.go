@@ -310,3 +310,34 @@ func TestJobCLIErrors(t *testing.T) {
 		t.Errorf("a refused job was created")
 	}
 }
+
+// TestJobCLIShowsFault: a job the master has in error says so in get (the step, the
+// reason, the tries and the next try) and in list (in place of its next time).
+func TestJobCLIShowsFault(t *testing.T) {
+	addr := startZKPaddock(t)
+	jobOK(t, addr, "create", "stuck", "--schedule", "@every 1m", "--", "true")
+	conn, _, err := zk.Connect([]string{addr}, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	l := task.DefaultLayout
+	since := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	data, _ := json.Marshal(task.Fault{Kind: task.FaultJob, Name: "stuck", Step: "fire", Error: "zk: not authenticated",
+		Since: since, Last: since, Tries: 3, Next: since.Add(time.Minute)})
+	for _, p := range []string{l.Faults(), l.JobFaults()} {
+		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Create(l.JobFault("stuck"), data, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	out := jobOK(t, addr, "get", "stuck")
+	if want := "the master cannot fire it: zk: not authenticated (3 tries since 2026-05-01T10:00:00Z; next 2026-05-01T10:01:00Z"; !strings.Contains(out, want) {
+		t.Errorf("get does not say %q:\n%s", want, out)
+	}
+	if out := jobOK(t, addr, "list"); !regexp.MustCompile(`(?m)^stuck +yes +@every 1m \(UTC\) +in error `).MatchString(out) {
+		t.Errorf("list does not show stuck in error:\n%s", out)
+	}
+}
