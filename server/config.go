@@ -57,9 +57,9 @@ type Config struct {
 	// closed, slowest reader first (ZooKeeper has no such bound). Healthy clients drain
 	// their replies within milliseconds, so what stays queued is what slow or stuck
 	// clients leave unread: 128 MiB lets two clients each hold a connection's full 64 MiB
-	// before anyone is cut off. The process then holds the queued bytes and as much
-	// garbage again at worst (the garbage collector's backstop, gctune.go): a flood of
-	// unread replies costs at most about twice this in memory.
+	// before anyone is cut off. The queue never passes it by more than the replies being
+	// built (makeRoom), and the collector's soft limit is this, 64 MiB and twice the
+	// server's state (gctune.go): what a flood of unread replies can make the process hold.
 	MaxQueuedBytes int64
 	// HandshakeTimeout is how long a new connection may take to send its ConnectRequest,
 	// or a four-letter word, before it is closed (zookeeper.nio.sessionlessCnxnTimeout,
