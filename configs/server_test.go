@@ -20,7 +20,7 @@ func TestServerKeys(t *testing.T) {
 		"enforce_auth", "enforce_auth_schemes", "extended_types", "skip_acl", "enforce_quota", "audit_enable", "audit_log_file", "audit_queue",
 		"container_check_interval", "container_max_per_minute", "four_letter_words",
 		"admin_addr", "admin_pprof", "admin_auth", "snap_count", "snap_retain_count", "purge_interval", "prealloc_size", "profile_contention", "procs", "force_sync",
-		"ensemble", "election_timeout", "reconfig_enabled", "read_only_mode", "join",
+		"ensemble", "election_timeout", "reconfig_enabled", "read_only_mode", "read_only_max_client_cnxns", "join",
 		"quorum_tls", "quorum_key_store", "quorum_key_store_type", "quorum_key_store_password",
 		"quorum_trust_store", "quorum_trust_store_type", "quorum_trust_store_password",
 		"quorum_hostname_verification", "quorum_tls_protocol", "quorum_tls_enabled_protocols", "quorum_tls_cipher_suites",

@@ -56,6 +56,8 @@ var zooMapped = map[string]func(string) (any, error){
 	// A Java system property in ZooKeeper (-Dreadonlymode.enabled=true), which zoo.cfg
 	// cannot set there; paddock reads it from zoo.cfg under the same name.
 	"readonlymode.enabled": javaBool,
+	// paddock's: maxClientCnxns for read-only sessions, which outlive their connections.
+	"readonlymode.maxClientCnxns": javaInt,
 
 	// zookeeper.enforceQuota and zookeeper.audit.enable, system properties that zoo.cfg
 	// sets without their prefix (docs/quotas.md).
@@ -182,6 +184,7 @@ var zooDirect = []struct{ zk, key string }{
 	{"extendedTypesEnabled", "extended_types"},
 	{"reconfigEnabled", "reconfig_enabled"},
 	{"readonlymode.enabled", "read_only_mode"},
+	{"readonlymode.maxClientCnxns", "read_only_max_client_cnxns"},
 	{"enforceQuota", "enforce_quota"},
 	{"audit.enable", "audit_enable"},
 	{"jute.maxbuffer", "max_buffer"},

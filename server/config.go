@@ -169,6 +169,11 @@ type Config struct {
 	// NotReadOnly, and closes them once it follows a leader again. A standalone server is
 	// never cut off and ignores it.
 	ReadOnlyMode bool
+	// ReadOnlyMaxClientCnxns bounds the read-only sessions one client address may keep
+	// on a read-only member (readonlymode.maxClientCnxns, a paddock key): maxClientCnxns
+	// for sessions that outlive their connections until their timeout. 0 means
+	// MaxClientCnxns, or ZooKeeper's default of it, 60, when that is 0 (readonly.go).
+	ReadOnlyMaxClientCnxns int
 	// Join makes a new member, on its first start with an empty data directory, wait
 	// to be added to a running ensemble by a reconfig, instead of starting a new
 	// ensemble of the members listed in Ensemble.
@@ -307,6 +312,10 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxClientCnxns < 0 {
 		bad("max_client_cnxns", c.MaxClientCnxns, "must be >= 0 (0 = unlimited)")
+	}
+	if c.ReadOnlyMaxClientCnxns < 0 || c.ReadOnlyMaxClientCnxns > maxReadOnlySessions {
+		bad("read_only_max_client_cnxns", c.ReadOnlyMaxClientCnxns,
+			fmt.Sprintf("must be in [0, %d] (0 = max_client_cnxns, or 60 when that is 0)", maxReadOnlySessions))
 	}
 	if c.MaxBuffer < 1024 || c.MaxBuffer > maxMaxBuffer {
 		bad("max_buffer", c.MaxBuffer, fmt.Sprintf("must be at least 1024 bytes and at most %d (512 MiB)", maxMaxBuffer))

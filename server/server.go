@@ -91,6 +91,7 @@ type limitCounters struct {
 	throttleWaits      atomic.Int64 // request_throttle_wait_count
 	connThrottleWaits  atomic.Int64 // connection_throttle_wait_count
 	tlsHandshakeFailed atomic.Int64 // unsuccessful_handshake: TLS handshakes that failed or timed out
+	readOnlyRefused    atomic.Int64 // readonly_sessions_refused: past either bound of roSessions
 }
 
 // Option adjusts a server beyond its Config.
@@ -126,7 +127,7 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 		conns:        make(map[*conn]struct{}),
 		perIP:        make(map[string]int),
 		sessionConns: make(map[int64]*conn),
-		ro:           newROSessions(cfg.TickTime),
+		ro:           newROSessions(cfg.TickTime, cfg.readOnlyPerAddr()),
 		room:         make(chan struct{}),
 	}
 	for _, o := range opts {
