@@ -17,7 +17,7 @@ func TestServerKeys(t *testing.T) {
 		"min_session_timeout", "max_session_timeout", "max_client_cnxns", "max_buffer",
 		"max_outstanding", "max_outstanding_per_conn", "max_queued_bytes", "handshake_timeout",
 		"super_digest", "sasl_jaas_config", "sasl_jaas_section", "sasl_passwords", "sasl_super_user",
-		"enforce_auth", "enforce_auth_schemes", "extended_types", "skip_acl", "enforce_quota", "audit_enable", "audit_log_file", "audit_queue",
+		"enforce_auth", "enforce_auth_schemes", "enforce_auth_known_digests_only", "known_digests_file", "extended_types", "skip_acl", "enforce_quota", "audit_enable", "audit_log_file", "audit_queue",
 		"container_check_interval", "container_max_per_minute", "four_letter_words",
 		"admin_addr", "admin_pprof", "admin_auth", "snap_count", "snap_retain_count", "purge_interval", "prealloc_size", "profile_contention", "procs", "force_sync",
 		"ensemble", "election_timeout", "reconfig_enabled", "read_only_mode", "read_only_max_client_cnxns", "join",

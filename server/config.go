@@ -86,6 +86,18 @@ type Config struct {
 	// close the connection (ZooKeeper 3.7's enforce.auth.enabled, enforce.auth.schemes).
 	EnforceAuth        bool
 	EnforceAuthSchemes []string
+	// EnforceAuthKnownDigestsOnly makes a digest identity satisfy enforce.auth only if the
+	// server knows it: the super digest or an entry of KnownDigestsFile
+	// (enforce.auth.knownDigestsOnly, a paddock key). Without it, as in ZooKeeper, any
+	// addauth digest with any user:password does, so digest among EnforceAuthSchemes
+	// proves nothing (knowndigests.go), and the server warns at start.
+	EnforceAuthKnownDigestsOnly bool
+	// KnownDigestsFile names a file of the digest ids the server knows besides the super
+	// digest, one "[role=]digest:user:<base64 SHA-1>" a line — the roles file paddock up
+	// writes — other schemes' lines skipped (DigestAuthenticationProvider.knownDigestsFile,
+	// a paddock key). Audit lines mark these identities known; with
+	// EnforceAuthKnownDigestsOnly they are the digests enforce.auth accepts. Read at start.
+	KnownDigestsFile string
 	// ExtendedTypes enables TTL nodes (extendedTypesEnabled).
 	ExtendedTypes bool
 	// SkipACL disables all ACL checks (skipACL).

@@ -37,6 +37,9 @@ type Server struct {
 	// saslUsers maps the SASL users to their passwords (Config.SASLJaasConfig,
 	// SASLPasswords); nil when SASL is off. Read-only after New.
 	saslUsers map[string]string
+	// known is the digest ids the server knows: the super digest and KnownDigestsFile's
+	// (knowndigests.go). Read-only after New.
+	known knownDigests
 
 	ln       net.Listener // the plain client port; nil without one
 	secureLn net.Listener // the TLS client port; nil without one
@@ -113,8 +116,13 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: config: %w", err)
 	}
+	known, err := loadKnownDigests(&cfg)
+	if err != nil {
+		return nil, fmt.Errorf("server: config: %w", err)
+	}
 	s := &Server{
 		saslUsers:    saslUsers,
+		known:        known,
 		cfg:          cfg,
 		logger:       logger,
 		txnOpts:      txn.Options{ExtendedTypes: cfg.ExtendedTypes, SkipACL: cfg.SkipACL, EnforceQuota: cfg.EnforceQuota},
@@ -141,6 +149,7 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 	} else {
 		s.log = newSolo(s)
 	}
+	s.warnEnforce()
 	return s, nil
 }
 
