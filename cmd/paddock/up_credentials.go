@@ -66,6 +66,17 @@ func roleAuth(path, role string) (coordinator.Auth, error) {
 
 func (p platform) rolesFile() string { return filepath.Join(p.dir, "roles") }
 
+// adminLogin returns the admin's digest user and password, which the console sends to
+// the admin port's guarded commands (admin.auth).
+func (p platform) adminLogin() (user, password string, err error) {
+	a, err := roleAuth(filepath.Join(p.dir, coordinator.RoleAdmin), coordinator.RoleAdmin)
+	if err != nil {
+		return "", "", err
+	}
+	user, password, _ = strings.Cut(a.Credentials, ":")
+	return user, password, nil
+}
+
 // access returns how the service of role connects.
 func (p platform) access(role string) coordinator.Access {
 	return coordinator.Access{AuthFile: filepath.Join(p.dir, role), RolesFile: p.rolesFile()}
