@@ -1,12 +1,9 @@
 package server_test
 
 import (
-	"bytes"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,31 +32,13 @@ func knownDigestsFile(t *testing.T) string {
 	return path
 }
 
-// lockedBuffer is a log sink for one server's lines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startLogged starts a server whose log goes to the returned buffer.
-func startLogged(t *testing.T, configure func(*server.Config)) (*server.Server, *lockedBuffer) {
+func startLogged(t *testing.T, configure func(*server.Config)) (*server.Server, *testutil.LogBuffer) {
 	t.Helper()
 	cfg := testutil.PaddockConfig(t)
 	configure(&cfg)
-	var logs lockedBuffer
-	s, err := server.New(cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	logger, logs := testutil.CapturedLogger()
+	s, err := server.New(cfg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +46,7 @@ func startLogged(t *testing.T, configure func(*server.Config)) (*server.Server, 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s, &logs
+	return s, logs
 }
 
 // TestEnforceAuthKnownDigestsOnly replays issue 31's attack on enforce.auth with digest:
@@ -139,7 +118,9 @@ func TestKnownDigestsConfigErrors(t *testing.T) {
 		configure func(*server.Config)
 		want      string
 	}{
-		{"no enforce.auth", func(c *server.Config) { c.EnforceAuthKnownDigestsOnly, c.SuperDigest = true, datatree.Digest(adminAuth) },
+		{"no enforce.auth", func(c *server.Config) {
+			c.EnforceAuthKnownDigestsOnly, c.SuperDigest = true, datatree.Digest(adminAuth)
+		},
 			"enforce_auth_known_digests_only = true: needs enforce_auth with digest"},
 		{"no digest among the schemes", func(c *server.Config) {
 			c.EnforceAuth, c.EnforceAuthSchemes, c.EnforceAuthKnownDigestsOnly = true, []string{"ip"}, true
