@@ -416,7 +416,7 @@ func (c *conn) enqueue(framed bool, encode func(e *wire.Encoder)) bool {
 		} else {
 			encode(&c.out)
 		}
-		ok = c.endFrameLocked(start)
+		ok = c.endFrameLocked(start, 0)
 	}
 	c.outMu.Unlock()
 	c.s.makeRoom(0) // its size was not known before: a four-letter word's report may be large
@@ -445,12 +445,13 @@ func (c *conn) beginFrameLocked(size int) (start int, ok bool) {
 // the write loop, or, if the client has let more than maxConnQueuedBytes pile up
 // (counting what the write loop holds and has not yet written), closes the connection.
 // One frame of any size is always accepted into an empty queue. The caller has made
-// room for it in the server's count first (Server.makeRoom).
-func (c *conn) endFrameLocked(start int) bool {
+// room for it in the server's count first (Server.makeRoom), counting reserved bytes
+// ahead, which the frame's own bytes replace here in one step.
+func (c *conn) endFrameLocked(start int, reserved int64) bool {
 	size := int64(c.out.Len() - start)
 	wasEmpty := c.queued.Load() == 0
 	c.queued.Add(size)
-	c.s.queued.Add(size)
+	c.s.queued.Add(size - reserved)
 	if !wasEmpty && c.queued.Load() > maxConnQueuedBytes {
 		c.s.limits.connsDropped.Add(1)
 		c.s.logger.Warn("closing connection: client too slow to read its replies",
@@ -493,12 +494,11 @@ func (c *conn) reply(xid int32, zxid int64, code wire.Code, body wire.Record) {
 			body.Encode(&c.out)
 		}
 		c.out.EndFrame(off)
-		c.endFrameLocked(start)
+		c.endFrameLocked(start, ahead)
+	} else if ahead != 0 {
+		c.s.queued.Add(-ahead) // not queued: the connection is closed
 	}
 	c.outMu.Unlock()
-	if ahead != 0 {
-		c.s.queued.Add(-ahead)
-	}
 }
 
 // notify sends a watch notification.
@@ -512,7 +512,7 @@ func (c *conn) notify(typ wire.EventType, path string, zxid int64) {
 		ev := wire.WatcherEvent{Type: typ, State: wire.StateSyncConnected, Path: path}
 		ev.Encode(&c.out)
 		c.out.EndFrame(off)
-		c.endFrameLocked(start)
+		c.endFrameLocked(start, 0)
 	}
 	c.outMu.Unlock()
 }

@@ -403,9 +403,10 @@ func (s *Server) removeConn(c *conn) {
 // that large replies built at the same time each see the others' (a small frame passes
 // 0: it is checked, not counted ahead); then, if the bytes queued over all connections
 // are past MaxQueuedBytes, it drops the connections holding the most until they are
-// not. The caller queues its frame, whose bytes endFrameLocked counts, and then gives
-// the n back (Server.queued.Add(-n)). So the queue never holds more than
-// MaxQueuedBytes and the frames being built at that moment, one a goroutine. (Issue
+// not. The caller queues its frame, whose bytes replace the n in one step
+// (endFrameLocked), or gives the n back if it queues nothing. So the queue never holds
+// more than MaxQueuedBytes and the frames being built at that moment, one a goroutine,
+// and once they are queued it is within MaxQueuedBytes again. (Issue
 // 31: checked only after queuing, by one shedder that the others did not wait for,
 // while dropped connections kept their bytes outside the count, never-reading clients
 // held more than twice the limit.)
