@@ -183,6 +183,12 @@ znode.container.maxPerMinute=600
 			want: func(c *server.Config) { c.ClientAddr, c.ReadOnlyMode = ":2181", true },
 		},
 		{
+			// paddock's: maxClientCnxns for the read-only sessions of one address.
+			name: "read-only sessions per address",
+			cfg:  "dataDir=DIR\nclientPort=2181\nreadonlymode.enabled=true\nreadonlymode.maxClientCnxns=200\n",
+			want: func(c *server.Config) { c.ClientAddr, c.ReadOnlyMode, c.ReadOnlyMaxClientCnxns = ":2181", true, 200 },
+		},
+		{
 			name: "quotas and audit",
 			cfg:  "dataDir=DIR\nclientPort=2181\nenforceQuota=true\naudit.enable=True\n",
 			want: func(c *server.Config) { c.ClientAddr, c.EnforceQuota, c.AuditEnable = ":2181", true, true },

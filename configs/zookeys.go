@@ -57,6 +57,8 @@ var zooMapped = map[string]func(string) (any, error){
 	// A Java system property in ZooKeeper (-Dreadonlymode.enabled=true), which zoo.cfg
 	// cannot set there; paddock reads it from zoo.cfg under the same name.
 	"readonlymode.enabled": javaBool,
+	// paddock's: maxClientCnxns for read-only sessions, which outlive their connections.
+	"readonlymode.maxClientCnxns": javaInt,
 
 	// zookeeper.enforceQuota and zookeeper.audit.enable, system properties that zoo.cfg
 	// sets without their prefix (docs/quotas.md).
@@ -78,6 +80,9 @@ var zooMapped = map[string]func(string) (any, error){
 	"enforce.auth.enabled":            javaBool,
 	"enforce.auth.schemes":            func(s string) (any, error) { return commaList(s), nil },
 	"sessionRequireClientSASLAuth":    javaBool, // the pre-3.7 form of enforce.auth with sasl (saslAuth)
+	// paddock's: the digests the server knows, and enforce.auth accepting only those.
+	"enforce.auth.knownDigestsOnly":                 javaBool,
+	"DigestAuthenticationProvider.knownDigestsFile": nonEmpty("want a file of digest ids, one [role=]digest:user:<base64 SHA-1> a line"),
 
 	"dynamicConfigFile": nonEmpty("want a file name"),
 	"peerType":          learnerType,
@@ -186,6 +191,7 @@ var zooDirect = []struct{ zk, key string }{
 	{"extendedTypesEnabled", "extended_types"},
 	{"reconfigEnabled", "reconfig_enabled"},
 	{"readonlymode.enabled", "read_only_mode"},
+	{"readonlymode.maxClientCnxns", "read_only_max_client_cnxns"},
 	{"enforceQuota", "enforce_quota"},
 	{"audit.enable", "audit_enable"},
 	{"jute.maxbuffer", "max_buffer"},
@@ -195,6 +201,8 @@ var zooDirect = []struct{ zk, key string }{
 	{"superUser", "sasl_super_user"},
 	{"enforce.auth.enabled", "enforce_auth"},
 	{"enforce.auth.schemes", "enforce_auth_schemes"},
+	{"enforce.auth.knownDigestsOnly", "enforce_auth_known_digests_only"},
+	{"DigestAuthenticationProvider.knownDigestsFile", "known_digests_file"},
 	{"znode.container.checkIntervalMs", "container_check_interval"},
 	{"znode.container.maxPerMinute", "container_max_per_minute"},
 	{"sslQuorum", "quorum_tls"},

@@ -44,6 +44,7 @@ func (s *Server) limitStats() admin.LimitStats {
 		ConnThrottleWaits:      s.limits.connThrottleWaits.Load(),
 		TLSHandshakesFailed:    s.limits.tlsHandshakeFailed.Load(),
 		QueuedBytes:            s.queued.Load(),
+		ReadOnlyRefused:        s.limits.readOnlyRefused.Load(),
 	}
 }
 

@@ -21,9 +21,10 @@ import (
 // operation, written by the server that proposed it — for a client's write, the member
 // the client is connected to. A line is ZooKeeper's AuditEvent, tab-separated key=value
 // pairs in its order (session, user, ip, operation, znode, znode_type, acl, result), after
-// a timestamp and level as ZooKeeper's log4j layout writes them. No line holds a node's
-// data or a password: setData is logged without its data, and digest ACL ids without
-// their hash.
+// a timestamp and level as ZooKeeper's log4j layout writes them, with paddock's
+// identities after user (auditIdentities). No line holds a node's data or a password:
+// setData is logged without its data, and digest identities and ACL ids without their
+// hash.
 //
 // Lines go through a bounded queue to one writer goroutine: the apply loop never waits
 // on the disk for them. When the queue is full a line is dropped and counted
@@ -54,8 +55,9 @@ const (
 const auditFieldMax = 1024
 
 // auditEvent is one line's fields; empty fields are left out, as ZooKeeper leaves out null ones.
+// identities is paddock's (auditIdentities); the others are ZooKeeper's.
 type auditEvent struct {
-	session, user, ip, op, znode, znodeType, acl, result string
+	session, user, identities, ip, op, znode, znodeType, acl, result string
 }
 
 // format renders the event as one line, timestamp first.
@@ -82,6 +84,7 @@ func (e *auditEvent) format(now time.Time) []byte {
 	}
 	add("session", e.session)
 	add("user", e.user)
+	add("identities", e.identities)
 	add("ip", e.ip)
 	add("operation", e.op)
 	add("znode", e.znode)
@@ -261,6 +264,62 @@ func auditUsers(ids []wire.Identity) string {
 	return strings.Join(names, ",")
 }
 
+// auditIdentities writes the identities of a session so that a line tells who acted,
+// where ZooKeeper's user= gives only names (and a made-up digest admin reads as the real
+// one): each as scheme:id, separated by ';' —
+//
+//   - digest:<user>(super), (known) or (claimed): the super digest, one of
+//     known_digests_file, or one the server cannot tell from a made-up one (any client
+//     may addauth digest with any password). Never the hash.
+//   - ip:<address>: the connection's.
+//   - x509:<subject> and sasl:<user>: proven by the TLS handshake and the SASL exchange;
+//     (super) for the super user's.
+//
+// The super identity itself is left out: the mark says which identity made it. Within
+// an id, the characters that would end an entry or forge a mark — % ; ( ) — are
+// percent-encoded.
+func (s *Server) auditIdentities(ids []wire.Identity) string {
+	var b strings.Builder
+	for _, id := range ids {
+		mark := ""
+		switch id.Scheme {
+		case datatree.SchemeSuper:
+			continue
+		case datatree.SchemeDigest:
+			user, _, _ := strings.Cut(id.ID, ":")
+			mark = "claimed"
+			switch {
+			case s.cfg.SuperDigest != "" && id.ID == s.cfg.SuperDigest:
+				mark = "super"
+			case s.known.has(id.ID):
+				mark = "known"
+			}
+			id.ID = user
+		case datatree.SchemeX509:
+			if s.cfg.X509SuperUser != "" && id.ID == s.cfg.X509SuperUser {
+				mark = "super"
+			}
+		case SchemeSASL:
+			if s.cfg.SASLSuperUser != "" && id.ID == s.cfg.SASLSuperUser {
+				mark = "super"
+			}
+		}
+		if b.Len() > 0 {
+			b.WriteByte(';')
+		}
+		b.WriteString(id.Scheme)
+		b.WriteByte(':')
+		b.WriteString(auditIDEscaper.Replace(id.ID))
+		if mark != "" {
+			b.WriteString("(" + mark + ")")
+		}
+	}
+	return b.String()
+}
+
+// auditIDEscaper percent-encodes what would end an identity or forge a mark.
+var auditIDEscaper = strings.NewReplacer("%", "%25", ";", "%3B", "(", "%28", ")", "%29")
+
 // auditACL renders an ACL as ZKUtil.aclToString does (scheme:id:perms), entries
 // separated by commas where ZooKeeper runs them together, and a digest id's hash
 // replaced by "x": it is a password's equivalent.
@@ -337,7 +396,8 @@ func (s *Server) auditApplied(p *proposal, res *txn.Result) {
 	if p.conn == nil || p.req == nil {
 		return
 	}
-	ev := auditEvent{session: "0x" + strconv.FormatInt(p.txn.Session, 16), user: auditUsers(p.req.ids), ip: p.conn.ip}
+	ev := auditEvent{session: "0x" + strconv.FormatInt(p.txn.Session, 16), user: auditUsers(p.req.ids),
+		identities: s.auditIdentities(p.req.ids), ip: p.conn.ip}
 	if p.req.op == wire.OpMulti && p.txn.Op == wire.OpMulti {
 		s.auditMulti(&ev, p, res)
 		return
@@ -434,7 +494,7 @@ func (s *Server) auditReconfig(c *conn, r *request, code wire.Code) {
 		result = auditFailure
 	}
 	s.audit.log(&auditEvent{session: "0x" + strconv.FormatInt(c.sessionID.Load(), 16), user: auditUsers(r.ids),
-		ip: c.ip, op: auditReconfig, znode: datatree.ConfigPath, result: result})
+		identities: s.auditIdentities(r.ids), ip: c.ip, op: auditReconfig, znode: datatree.ConfigPath, result: result})
 }
 
 // auditPath is where the audit log goes: audit_log_file, or audit.log in the data directory.

@@ -57,9 +57,9 @@ type Config struct {
 	// closed, slowest reader first (ZooKeeper has no such bound). Healthy clients drain
 	// their replies within milliseconds, so what stays queued is what slow or stuck
 	// clients leave unread: 128 MiB lets two clients each hold a connection's full 64 MiB
-	// before anyone is cut off. The process then holds the queued bytes and as much
-	// garbage again at worst (the garbage collector's backstop, gctune.go): a flood of
-	// unread replies costs at most about twice this in memory.
+	// before anyone is cut off. The queue never passes it by more than the replies being
+	// built (makeRoom), and the collector's soft limit is this, 64 MiB and twice the
+	// server's state (gctune.go): what a flood of unread replies can make the process hold.
 	MaxQueuedBytes int64
 	// HandshakeTimeout is how long a new connection may take to send its ConnectRequest,
 	// or a four-letter word, before it is closed (zookeeper.nio.sessionlessCnxnTimeout,
@@ -86,6 +86,18 @@ type Config struct {
 	// close the connection (ZooKeeper 3.7's enforce.auth.enabled, enforce.auth.schemes).
 	EnforceAuth        bool
 	EnforceAuthSchemes []string
+	// EnforceAuthKnownDigestsOnly makes a digest identity satisfy enforce.auth only if the
+	// server knows it: the super digest or an entry of KnownDigestsFile
+	// (enforce.auth.knownDigestsOnly, a paddock key). Without it, as in ZooKeeper, any
+	// addauth digest with any user:password does, so digest among EnforceAuthSchemes
+	// proves nothing (knowndigests.go), and the server warns at start.
+	EnforceAuthKnownDigestsOnly bool
+	// KnownDigestsFile names a file of the digest ids the server knows besides the super
+	// digest, one "[role=]digest:user:<base64 SHA-1>" a line — the roles file paddock up
+	// writes — other schemes' lines skipped (DigestAuthenticationProvider.knownDigestsFile,
+	// a paddock key). Audit lines mark these identities known; with
+	// EnforceAuthKnownDigestsOnly they are the digests enforce.auth accepts. Read at start.
+	KnownDigestsFile string
 	// ExtendedTypes enables TTL nodes (extendedTypesEnabled).
 	ExtendedTypes bool
 	// SkipACL disables all ACL checks (skipACL).
@@ -175,6 +187,11 @@ type Config struct {
 	// NotReadOnly, and closes them once it follows a leader again. A standalone server is
 	// never cut off and ignores it.
 	ReadOnlyMode bool
+	// ReadOnlyMaxClientCnxns bounds the read-only sessions one client address may keep
+	// on a read-only member (readonlymode.maxClientCnxns, a paddock key): maxClientCnxns
+	// for sessions that outlive their connections until their timeout. 0 means
+	// MaxClientCnxns, or ZooKeeper's default of it, 60, when that is 0 (readonly.go).
+	ReadOnlyMaxClientCnxns int
 	// Join makes a new member, on its first start with an empty data directory, wait
 	// to be added to a running ensemble by a reconfig, instead of starting a new
 	// ensemble of the members listed in Ensemble.
@@ -324,6 +341,10 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxClientCnxns < 0 {
 		bad("max_client_cnxns", c.MaxClientCnxns, "must be >= 0 (0 = unlimited)")
+	}
+	if c.ReadOnlyMaxClientCnxns < 0 || c.ReadOnlyMaxClientCnxns > maxReadOnlySessions {
+		bad("read_only_max_client_cnxns", c.ReadOnlyMaxClientCnxns,
+			fmt.Sprintf("must be in [0, %d] (0 = max_client_cnxns, or 60 when that is 0)", maxReadOnlySessions))
 	}
 	if c.MaxBuffer < 1024 || c.MaxBuffer > maxMaxBuffer {
 		bad("max_buffer", c.MaxBuffer, fmt.Sprintf("must be at least 1024 bytes and at most %d (512 MiB)", maxMaxBuffer))

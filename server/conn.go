@@ -41,6 +41,14 @@ const outChunk = 256 << 10
 // connection holds at most two of these.
 const maxKeptBuffer = 64 << 10
 
+// maxWriteBatch bounds the chunks the write loop takes from the queue for one write. A
+// connection dropped for the bytes it holds (Server.shedQueued) gives its queue back at
+// once, but what its write loop has taken is freed only when that write fails, once the
+// goroutine runs again: taking the whole queue, the write loops of dropped connections
+// held as much as the limit again, uncounted. 1 MiB is still hundreds of typical
+// replies a system call.
+const maxWriteBatch = 1 << 20
+
 // maxKeptReadBuffer is the largest request buffer the read loop keeps between frames,
 // the size of its bufio.Reader: a client that once sent a megabyte does not hold one.
 const maxKeptReadBuffer = 64 << 10
@@ -103,21 +111,7 @@ type conn struct {
 	// each is also counted in Server.queued. Written under outMu; read without it by
 	// the server when it looks for the connections holding the most.
 	queued atomic.Int64
-	// shed says whether the server has chosen to close the connection for the bytes it
-	// holds (Server.shedQueued): from then on it queues nothing. shedBytes is what it held
-	// then, counted in Server.shedding until the connection is closed.
-	shed      atomic.Int32 // shedNone, shedDropped, shedSettled
-	shedBytes atomic.Int64
 }
-
-// The states of conn.shed. drop moves a connection from shedNone to shedDropped, and
-// adds to Server.shedding; closeLocked moves it to shedSettled, and takes back what
-// drop added if drop came first. Whichever comes second settles it: no lock is needed.
-const (
-	shedNone int32 = iota
-	shedDropped
-	shedSettled
-)
 
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -411,8 +405,9 @@ func (c *conn) releasePending() {
 func (c *conn) send(encode func(e *wire.Encoder)) bool { return c.enqueue(true, encode) }
 
 func (c *conn) enqueue(framed bool, encode func(e *wire.Encoder)) bool {
+	c.s.makeRoom(0)
 	c.outMu.Lock()
-	start, ok := c.beginFrameLocked()
+	start, ok := c.beginFrameLocked(0)
 	if ok {
 		if framed {
 			off := c.out.BeginFrame()
@@ -421,18 +416,27 @@ func (c *conn) enqueue(framed bool, encode func(e *wire.Encoder)) bool {
 		} else {
 			encode(&c.out)
 		}
-		ok = c.endFrameLocked(start)
+		ok = c.endFrameLocked(start, 0)
 	}
 	c.outMu.Unlock()
-	c.s.checkQueued()
+	c.s.makeRoom(0) // its size was not known before: a four-letter word's report may be large
 	return ok
 }
 
 // beginFrameLocked reports whether a frame may be queued, and where in out it starts,
-// which endFrameLocked needs.
-func (c *conn) beginFrameLocked() (start int, ok bool) {
-	if c.closed || c.closing || c.shed.Load() == shedDropped {
+// which endFrameLocked needs. size is the frame's length when it is known to be large,
+// else 0: a frame of outChunk or more is encoded into a buffer of its exact size, what
+// out held being set aside first, where append's growth would leave up to a quarter of
+// it unused — memory the queue's count would not see (docs/limits.md).
+func (c *conn) beginFrameLocked(size int) (start int, ok bool) {
+	if c.closed || c.closing {
 		return 0, false
+	}
+	if size >= outChunk {
+		if c.out.Len() > 0 {
+			c.full = append(c.full, c.out.Swap(nil))
+		}
+		c.out.Grow(size)
 	}
 	return c.out.Len(), true
 }
@@ -440,13 +444,14 @@ func (c *conn) beginFrameLocked() (start int, ok bool) {
 // endFrameLocked counts the frame just queued (from start to the end of out) and wakes
 // the write loop, or, if the client has let more than maxConnQueuedBytes pile up
 // (counting what the write loop holds and has not yet written), closes the connection.
-// One frame of any size is always accepted into an empty queue. The caller calls
-// Server.checkQueued once it has released outMu.
-func (c *conn) endFrameLocked(start int) bool {
+// One frame of any size is always accepted into an empty queue. The caller has made
+// room for it in the server's count first (Server.makeRoom), counting reserved bytes
+// ahead, which the frame's own bytes replace here in one step.
+func (c *conn) endFrameLocked(start int, reserved int64) bool {
 	size := int64(c.out.Len() - start)
 	wasEmpty := c.queued.Load() == 0
 	c.queued.Add(size)
-	c.s.queued.Add(size)
+	c.s.queued.Add(size - reserved)
 	if !wasEmpty && c.queued.Load() > maxConnQueuedBytes {
 		c.s.limits.connsDropped.Add(1)
 		c.s.logger.Warn("closing connection: client too slow to read its replies",
@@ -471,8 +476,17 @@ func (c *conn) endFrameLocked(start int) bool {
 // reply sends a reply header and, if the code is OK and body is set, its body.
 // (It encodes in place rather than through send's closure: this is the hot path.)
 func (c *conn) reply(xid int32, zxid int64, code wire.Code, body wire.Record) {
+	size := frameLenBytes + replyHeaderLen
+	if code == wire.OK {
+		size += bodyLen(body)
+	}
+	ahead := int64(0) // a large reply is counted before it is built (makeRoom)
+	if size >= outChunk {
+		ahead = int64(size)
+	}
+	c.s.makeRoom(ahead)
 	c.outMu.Lock()
-	if start, ok := c.beginFrameLocked(); ok {
+	if start, ok := c.beginFrameLocked(size); ok {
 		off := c.out.BeginFrame()
 		h := wire.ReplyHeader{Xid: xid, Zxid: zxid, Err: code}
 		h.Encode(&c.out)
@@ -480,26 +494,27 @@ func (c *conn) reply(xid int32, zxid int64, code wire.Code, body wire.Record) {
 			body.Encode(&c.out)
 		}
 		c.out.EndFrame(off)
-		c.endFrameLocked(start)
+		c.endFrameLocked(start, ahead)
+	} else if ahead != 0 {
+		c.s.queued.Add(-ahead) // not queued: the connection is closed
 	}
 	c.outMu.Unlock()
-	c.s.checkQueued()
 }
 
 // notify sends a watch notification.
 func (c *conn) notify(typ wire.EventType, path string, zxid int64) {
+	c.s.makeRoom(0)
 	c.outMu.Lock()
-	if start, ok := c.beginFrameLocked(); ok {
+	if start, ok := c.beginFrameLocked(0); ok {
 		off := c.out.BeginFrame()
 		h := wire.ReplyHeader{Xid: wire.XidNotification, Zxid: zxid}
 		h.Encode(&c.out)
 		ev := wire.WatcherEvent{Type: typ, State: wire.StateSyncConnected, Path: path}
 		ev.Encode(&c.out)
 		c.out.EndFrame(off)
-		c.endFrameLocked(start)
+		c.endFrameLocked(start, 0)
 	}
 	c.outMu.Unlock()
-	c.s.checkQueued()
 }
 
 // closeAfterFlush closes the connection once everything queued has been written.
@@ -533,9 +548,6 @@ func (c *conn) closeLocked() {
 	}
 	c.closed = true
 	c.s.queued.Add(-c.queued.Swap(0))
-	if c.shed.Swap(shedSettled) == shedDropped {
-		c.s.shedding.Add(-c.shedBytes.Load())
-	}
 	c.out.Swap(nil)
 	c.full = nil
 }
@@ -548,15 +560,17 @@ func (c *conn) abort() {
 	c.cancel()
 }
 
-// drop has the connection closed for holding queued bytes the server needs back
-// (Server.shedQueued): it queues nothing more, and aborts. It never blocks: the caller
-// may be the apply path.
-func (c *conn) drop(queued int64) {
-	c.shedBytes.Store(queued)
-	c.s.shedding.Add(queued)
-	if !c.shed.CompareAndSwap(shedNone, shedDropped) {
-		c.s.shedding.Add(-queued) // closed meanwhile: its bytes are already given back
-	}
+// drop closes the connection for holding queued bytes the server needs back
+// (Server.shedQueued): its queue is given up at once, out of the server's count and
+// out of memory, as a client past its own limit's is (endFrameLocked), and its own
+// goroutines, woken by abort, finish the close. Holding the bytes until then let
+// connections dropped and not yet closed hold as much again as the limit (issue 31).
+// It never blocks on I/O: outMu is only ever held to encode or take a frame, and the
+// caller holds no outMu.
+func (c *conn) drop() {
+	c.outMu.Lock()
+	c.closeLocked()
+	c.outMu.Unlock()
 	c.abort()
 }
 
@@ -569,11 +583,9 @@ func (c *conn) writeLoop() {
 			return
 		}
 		c.outMu.Lock()
-		full, buf := c.full, c.out.Swap(c.spare)
-		c.full = nil
+		full, buf, more := c.takeLocked()
 		closing, closed := c.closing, c.closed
 		c.outMu.Unlock()
-		c.spare = nil
 		if closed {
 			return
 		}
@@ -582,14 +594,40 @@ func (c *conn) writeLoop() {
 			c.close()
 			return
 		}
-		if cap(buf) <= maxKeptBuffer {
+		if buf != nil && cap(buf) <= maxKeptBuffer {
 			c.spare = buf[:0]
 		}
 		if done := c.written(n, closing); done {
 			c.close()
 			return
 		}
+		if more {
+			select {
+			case c.outReady <- struct{}{}:
+			default:
+			}
+		}
 	}
+}
+
+// takeLocked takes what the write loop writes next: the chunks set aside, up to
+// maxWriteBatch bytes of them (at least one), and, once they are all taken, out, which
+// then continues in the spare buffer. more says chunks were left for the next round.
+func (c *conn) takeLocked() (full [][]byte, buf []byte, more bool) {
+	n, size := 0, 0
+	for n < len(c.full) && (n == 0 || size+len(c.full[n]) <= maxWriteBatch) {
+		size += len(c.full[n])
+		n++
+	}
+	if n < len(c.full) {
+		full = slices.Clone(c.full[:n])
+		clear(c.full[:n]) // the queue no longer holds them: the write loop does
+		c.full = c.full[n:]
+		return full, nil, true
+	}
+	full, c.full = c.full, nil
+	buf, c.spare = c.out.Swap(c.spare), nil
+	return full, buf, false
 }
 
 // writeOut writes the chunks set aside, then buf, in one system call where it can.
@@ -614,7 +652,7 @@ func (c *conn) written(n int, closing bool) bool {
 		c.queued.Add(-int64(n))
 		c.s.queued.Add(-int64(n))
 	}
-	return closing && c.out.Len() == 0
+	return closing && c.out.Len() == 0 && len(c.full) == 0
 }
 
 // shutdown releases everything the connection holds once its read loop has ended.

@@ -42,10 +42,11 @@ func (c *conn) handshake(body []byte) bool {
 	switch {
 	case ro && req.SessionID == 0:
 		id := s.nextSessionID.Add(1)
-		password, ok := s.ro.create(id, timeout, time.Now())
-		if !ok {
-			s.logger.Warn("refusing read-only client: too many read-only sessions", "remote", c.nc.RemoteAddr().String(),
-				"max", maxReadOnlySessions)
+		password, err := s.ro.create(id, timeout, time.Now(), c.ip)
+		if err != nil {
+			// Counted, and logged at Debug only: any client can ask, as often as it likes.
+			s.limits.readOnlyRefused.Add(1)
+			s.logger.Debug("refusing read-only client", "remote", c.nc.RemoteAddr().String(), "err", err)
 			return false
 		}
 		resp.SessionID, resp.Password = id, password

@@ -269,7 +269,7 @@ func (c *conn) multiRead(m *wire.MultiRequest, ids []wire.Identity) (wire.Record
 		}
 		c.s.watches.Add(t, req.Path, c, watch.Standard)
 	}
-	return &multiReadReply{c: c, ops: m.Ops, ids: ids}, nil
+	return &multiReadReply{c: c, ops: m.Ops, ids: ids, size: int(c.s.replyBudget() - budget)}, nil
 }
 
 // fitMultiRead takes the size of one multiRead result from budget and reports whether
@@ -291,9 +291,10 @@ func (c *conn) fitMultiRead(op wire.Op, path string, ids []wire.Identity, budget
 // no result is built per op. A multiRead of thousands of ops costs its reply's bytes,
 // not a result record each.
 type multiReadReply struct {
-	c   *conn
-	ops []wire.MultiOp
-	ids []wire.Identity
+	c    *conn
+	ops  []wire.MultiOp
+	ids  []wire.Identity
+	size int // encoded length, from the sizing
 }
 
 // Encode writes what wire.MultiResponse would for the results of the ops.
@@ -330,6 +331,7 @@ const replyHeadroom = 1 << 10
 
 // Encoded sizes of the parts of replies, in bytes.
 const (
+	frameLenBytes  = 4  // a frame's length prefix
 	replyHeaderLen = 16 // ReplyHeader: xid, zxid, err
 	statLen        = 68 // Stat
 	multiHeaderLen = 9  // MultiHeader: type, done, err
@@ -352,6 +354,23 @@ func (b *replyBudget) take(n int) bool {
 
 // fits reports whether n bytes would fit, without taking them.
 func (b *replyBudget) fits(n int) bool { return int(*b) >= n }
+
+// bodyLen returns the encoded length of a reply body that may be large — a node's
+// data, a list of children, a multiRead's results — and 0 for the rest, which are small.
+func bodyLen(body wire.Record) int {
+	switch b := body.(type) {
+	case *wire.GetDataResponse:
+		return bufferLen(b.Data) + statLen
+	case *wire.ChildrenResponse:
+		if b.WithStat {
+			return stringsLen(b.Children) + statLen
+		}
+		return stringsLen(b.Children)
+	case *multiReadReply:
+		return b.size
+	}
+	return 0
+}
 
 func bufferLen(b []byte) int { return 4 + len(b) }
 

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"maps"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -75,7 +77,7 @@ func TestServingAgainEndsReadOnlySessions(t *testing.T) {
 	if ro, _ := r.takesClients(c, true); !ro {
 		t.Fatal("not taken as read-only")
 	}
-	if _, ok := r.s.ro.create(42, 4000, time.Now()); !ok {
+	if _, err := r.s.ro.create(42, 4000, time.Now(), "127.0.0.1"); err != nil {
 		t.Fatal("read-only session not created")
 	}
 	other := fixtureConn(t, r.s)
@@ -99,10 +101,10 @@ func TestServingAgainEndsReadOnlySessions(t *testing.T) {
 // without traffic, and the table refuses sessions past its bound.
 func TestROSessions(t *testing.T) {
 	now := time.Now()
-	tab := newROSessions(100 * time.Millisecond)
-	pw, ok := tab.create(7, 1000, now)
-	if !ok || len(pw) != wire.PasswordLen {
-		t.Fatalf("create = %x, %v", pw, ok)
+	tab := newROSessions(100*time.Millisecond, maxReadOnlySessions)
+	pw, err := tab.create(7, 1000, now, "10.0.0.1")
+	if err != nil || len(pw) != wire.PasswordLen {
+		t.Fatalf("create = %x, %v", pw, err)
 	}
 	if tab.resume(7, make([]byte, wire.PasswordLen), now) {
 		t.Fatal("resumed with a wrong password")
@@ -124,20 +126,132 @@ func TestROSessions(t *testing.T) {
 	}
 
 	for id := range int64(maxReadOnlySessions) {
-		if _, ok := tab.create(id+100, 1000, now); !ok {
-			t.Fatalf("session %d of %d refused", id+1, maxReadOnlySessions)
+		if _, err := tab.create(id+100, 1000, now, "10.0.0.1"); err != nil {
+			t.Fatalf("session %d of %d refused: %v", id+1, maxReadOnlySessions, err)
 		}
 	}
-	if _, ok := tab.create(1, 1000, now); ok {
-		t.Fatal("a session past maxReadOnlySessions was made")
+	if _, err := tab.create(1, 1000, now, "10.0.0.2"); err != errROTableFull {
+		t.Fatalf("a session past maxReadOnlySessions: %v, want %v", err, errROTableFull)
 	}
 	tab.remove(100)
-	if _, ok := tab.create(1, 1000, now); !ok {
-		t.Fatal("no room once a session was closed")
+	if _, err := tab.create(1, 1000, now, "10.0.0.2"); err != nil {
+		t.Fatalf("no room once a session was closed: %v", err)
 	}
 	tab.clear()
-	if tab.len() != 0 || tab.table.Len() != 0 {
-		t.Fatalf("clear left %d sessions (%d in the table)", tab.len(), tab.table.Len())
+	if tab.len() != 0 || tab.table.Len() != 0 || len(tab.addrs) != 0 {
+		t.Fatalf("clear left %d sessions (%d in the table, %d addresses)", tab.len(), tab.table.Len(), len(tab.addrs))
+	}
+}
+
+// TestROSessionsPerAddress: whatever sessions are made, closed, expired, resumed and
+// cleared, from whichever addresses (seeded, with the bounds at their boundaries), each
+// address keeps at most perAddr sessions and the member at most max; a session is
+// refused exactly when its address keeps perAddr (errROAddrFull) or the member keeps
+// max (errROTableFull); and the counts follow the sessions as they end. So a client
+// that fills its address's share leaves room for every other address.
+func TestROSessionsPerAddress(t *testing.T) {
+	addrs := []string{"127.0.0.1", "127.0.0.2", "10.0.0.1", "::1", ""}
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 31))
+		perAddr := []int{1, 2, 3, 60}[rng.IntN(4)]
+		tab := newROSessions(100*time.Millisecond, perAddr)
+		tab.max = []int{1, 4, 16, 64, maxReadOnlySessions}[rng.IntN(5)]
+		type model struct {
+			addr     string
+			password []byte
+			expires  time.Time
+		}
+		live := map[int64]model{}
+		now, next := time.Unix(1000, 0), int64(1)
+		for step := range 200 {
+			switch op := rng.IntN(10); {
+			case op < 5: // a new session
+				addr := addrs[rng.IntN(len(addrs))]
+				n := 0
+				for _, m := range live {
+					if m.addr == addr {
+						n++
+					}
+				}
+				want := error(nil)
+				switch {
+				case len(live) >= tab.max:
+					want = errROTableFull
+				case n >= perAddr:
+					want = errROAddrFull
+				}
+				pw, err := tab.create(next, 1000, now, addr)
+				if err != want {
+					t.Fatalf("seed %d step %d: create from %q holding %d of %d (%d of %d in all): %v, want %v",
+						seed, step, addr, n, perAddr, len(live), tab.max, err, want)
+				}
+				if err == nil {
+					live[next] = model{addr, pw, now.Add(time.Second)}
+				}
+				next++
+			case op < 6: // its client closes one
+				for id := range live {
+					tab.remove(id)
+					delete(live, id)
+					break
+				}
+			case op < 8: // time passes; silent sessions expire
+				now = now.Add(time.Duration(rng.IntN(800)) * time.Millisecond)
+				for _, id := range tab.expire(now) {
+					if m, ok := live[id]; !ok || now.Before(m.expires) {
+						t.Fatalf("seed %d step %d: session %d expired early or twice", seed, step, id)
+					}
+					delete(live, id)
+				}
+			case op < 9: // a client resumes its session, from any address
+				for id, m := range live {
+					if tab.resume(id, m.password, now) {
+						m.expires = now.Add(time.Second)
+						live[id] = m
+					}
+					break
+				}
+			default:
+				if rng.IntN(10) == 0 { // the member rejoins a quorum
+					tab.clear()
+					clear(live)
+				}
+			}
+			checkROSessions(t, tab, live, perAddr, func(m model) string { return m.addr })
+		}
+	}
+}
+
+// checkROSessions checks tab's counts against the sessions the model keeps.
+func checkROSessions[M any](t *testing.T, tab *roSessions, live map[int64]M, perAddr int, addr func(M) string) {
+	t.Helper()
+	want := map[string]int{}
+	for _, m := range live {
+		want[addr(m)]++
+	}
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	if len(tab.sessions) != len(live) || len(tab.sessions) > tab.max {
+		t.Fatalf("%d sessions kept, the model %d, max %d", len(tab.sessions), len(live), tab.max)
+	}
+	if !maps.Equal(tab.addrs, want) {
+		t.Fatalf("sessions by address %v, want %v", tab.addrs, want)
+	}
+	for a, n := range tab.addrs {
+		if n > perAddr {
+			t.Fatalf("address %q keeps %d sessions, past %d", a, n, perAddr)
+		}
+	}
+}
+
+// The per-address bound: read_only_max_client_cnxns when set, else maxClientCnxns,
+// else ZooKeeper's default of maxClientCnxns.
+func TestReadOnlyPerAddr(t *testing.T) {
+	for _, tc := range []struct{ ro, cnxns, want int }{{0, 60, 60}, {0, 10, 10}, {0, 0, 60}, {5, 60, 5}, {5, 0, 5}, {maxReadOnlySessions, 1, maxReadOnlySessions}} {
+		c := Config{ReadOnlyMaxClientCnxns: tc.ro, MaxClientCnxns: tc.cnxns}
+		if got := c.readOnlyPerAddr(); got != tc.want {
+			t.Errorf("read_only_max_client_cnxns %d, max_client_cnxns %d: %d, want %d", tc.ro, tc.cnxns, got, tc.want)
+		}
 	}
 }
 

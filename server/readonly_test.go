@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"cmp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,8 @@ import (
 	"github.com/paddock/paddock/coordinator"
 	"github.com/paddock/paddock/internal/testutil"
 	"github.com/paddock/paddock/server"
+	"github.com/paddock/paddock/server/wire"
+	"github.com/paddock/paddock/test/conformance"
 )
 
 // isro asks addr whether it is read-only.
@@ -131,5 +135,105 @@ func sawState(events <-chan zk.Event, st zk.State, timeout time.Duration) bool {
 		case <-deadline:
 			return false
 		}
+	}
+}
+
+// readOnlySession opens, or resumes (id and password), a read-only session on addr from
+// the local address from. It returns the connection and the member's answer, or nil if
+// the member refused (closed the connection).
+func readOnlySession(t *testing.T, from, addr string, id int64, password []byte) (*conformance.Conn, *wire.ConnectResponse) {
+	t.Helper()
+	c, err := conformance.DialFrom(from, addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if password == nil {
+		password = make([]byte, wire.PasswordLen)
+	}
+	req := wire.ConnectRequest{Timeout: 30000, SessionID: id, Password: password, HasReadOnly: true, ReadOnly: true}
+	if err := c.SendConnect(&req); err != nil {
+		t.Fatal(err)
+	}
+	resp, _, err := c.ReadConnectResponse(5 * time.Second)
+	switch {
+	case conformance.IsClosed(err):
+		return nil, nil
+	case err != nil:
+		t.Fatal(err)
+	case resp.SessionID == 0 || !resp.ReadOnly:
+		t.Fatalf("connect: %+v", resp)
+	}
+	return c, resp
+}
+
+// mntrValue returns the value of key in addr's mntr, or -1.
+func mntrValue(t *testing.T, addr, key string) int64 {
+	t.Helper()
+	out, err := testutil.FourLetterWord(addr, "mntr", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(out, "\n") {
+		if k, v, ok := strings.Cut(line, "\t"); ok && k == key {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return -1
+}
+
+// TestReadOnlySessionsPerAddress replays issue 31's attack on a read-only member: one
+// client connects for a read-only session and leaves, over and over (its sessions
+// outlive their connections until their timeout). Before, it filled the member's 65,536
+// sessions in 34 s and every other read-only client was refused. Now its address gets
+// maxClientCnxns sessions and is refused after that, each refusal counted in mntr; a
+// client at another address is served; a session of the full address can still be
+// resumed, and once its client closes it the address has room for one more.
+func TestReadOnlySessionsPerAddress(t *testing.T) {
+	const perAddr = 10 // maxClientCnxns: read_only_max_client_cnxns is left at 0
+	e := testutil.StartEnsemble(t, 3, 0, func(_ int, c *server.Config) {
+		c.ReadOnlyMode, c.MaxClientCnxns = true, perAddr
+	})
+	addr := e.Addrs()[0]
+	e.Stop(1)
+	e.Stop(2)
+	testutil.Eventually(t, 15*time.Second, 20*time.Millisecond, func() bool { return isro(t, addr) == "ro" },
+		"member 1 never became read-only with both peers gone")
+
+	var first *wire.ConnectResponse
+	for i := range 3 * perAddr {
+		c, resp := readOnlySession(t, "127.0.0.1", addr, 0, nil)
+		if (c != nil) != (i < perAddr) {
+			t.Fatalf("read-only session %d from one address: made %v, want %v (the bound is %d)", i+1, c != nil, i < perAddr, perAddr)
+		}
+		if c != nil {
+			first = cmp.Or(first, resp)
+			c.Close() // the attacker leaves; the session lives on
+		}
+	}
+	if got := mntrValue(t, addr, "zk_readonly_sessions_refused"); got != 2*perAddr {
+		t.Errorf("zk_readonly_sessions_refused = %d, want %d", got, 2*perAddr)
+	}
+	other, _ := readOnlySession(t, "127.0.0.2", addr, 0, nil)
+	if other == nil {
+		t.Fatal("a client at another address was refused a read-only session")
+	}
+	if f := call(t, other, wire.OpGetData, &wire.PathWatchRequest{Path: "/"}); f.Header.Err != wire.OK {
+		t.Fatalf("getData / on the other client's read-only session: %v", f.Header.Err)
+	}
+
+	resumed, _ := readOnlySession(t, "127.0.0.1", addr, first.SessionID, first.Password)
+	if resumed == nil {
+		t.Fatal("a read-only session of the full address could not be resumed")
+	}
+	if f := call(t, resumed, wire.OpCloseSession, nil); f.Header.Err != wire.OK {
+		t.Fatalf("closeSession: %v", f.Header.Err)
+	}
+	if c, _ := readOnlySession(t, "127.0.0.1", addr, 0, nil); c == nil {
+		t.Fatal("no room for the address once one of its sessions was closed")
+	}
+	if c, _ := readOnlySession(t, "127.0.0.1", addr, 0, nil); c != nil {
+		t.Fatal("a session past the bound once the room was taken again")
 	}
 }

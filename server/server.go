@@ -37,6 +37,9 @@ type Server struct {
 	// saslUsers maps the SASL users to their passwords (Config.SASLJaasConfig,
 	// SASLPasswords); nil when SASL is off. Read-only after New.
 	saslUsers map[string]string
+	// known is the digest ids the server knows: the super digest and KnownDigestsFile's
+	// (knowndigests.go). Read-only after New.
+	known knownDigests
 
 	ln       net.Listener // the plain client port; nil without one
 	secureLn net.Listener // the TLS client port; nil without one
@@ -72,8 +75,7 @@ type Server struct {
 
 	// The bounds at the client port (docs/limits.md).
 	queued    atomic.Int64  // bytes queued for clients and not yet written (conn.queued, summed)
-	shedding  atomic.Int64  // of queued, what connections dropped and not yet closed held when dropped
-	shedMu    sync.Mutex    // held, with TryLock, by the one goroutine dropping connections to bring queued down
+	shedMu    sync.Mutex    // held by the one goroutine dropping connections to bring queued down (makeRoom)
 	roomMu    sync.Mutex    // guards room; a leaf
 	room      chan struct{} // closed, and replaced, when outstanding falls below MaxOutstanding while read loops wait
 	throttled atomic.Int32  // read loops waiting for outstanding to fall below MaxOutstanding
@@ -92,6 +94,7 @@ type limitCounters struct {
 	throttleWaits      atomic.Int64 // request_throttle_wait_count
 	connThrottleWaits  atomic.Int64 // connection_throttle_wait_count
 	tlsHandshakeFailed atomic.Int64 // unsuccessful_handshake: TLS handshakes that failed or timed out
+	readOnlyRefused    atomic.Int64 // readonly_sessions_refused: past either bound of roSessions
 }
 
 // Option adjusts a server beyond its Config.
@@ -113,8 +116,13 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: config: %w", err)
 	}
+	known, err := loadKnownDigests(&cfg)
+	if err != nil {
+		return nil, fmt.Errorf("server: config: %w", err)
+	}
 	s := &Server{
 		saslUsers:    saslUsers,
+		known:        known,
 		cfg:          cfg,
 		logger:       logger,
 		txnOpts:      txn.Options{ExtendedTypes: cfg.ExtendedTypes, SkipACL: cfg.SkipACL, EnforceQuota: cfg.EnforceQuota},
@@ -127,7 +135,7 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 		conns:        make(map[*conn]struct{}),
 		perIP:        make(map[string]int),
 		sessionConns: make(map[int64]*conn),
-		ro:           newROSessions(cfg.TickTime),
+		ro:           newROSessions(cfg.TickTime, cfg.readOnlyPerAddr()),
 		room:         make(chan struct{}),
 	}
 	for _, o := range opts {
@@ -141,6 +149,7 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 	} else {
 		s.log = newSolo(s)
 	}
+	s.warnEnforce()
 	return s, nil
 }
 
@@ -390,45 +399,68 @@ func (s *Server) removeConn(c *conn) {
 	}
 }
 
-// checkQueued closes connections if the bytes queued for clients, over all connections,
-// are past MaxQueuedBytes. Callers hold no outMu. One goroutine sheds at a time; the
-// others go on, and the one shedding looks again once done, for what was queued
-// meanwhile. It never blocks: the apply path calls it.
-func (s *Server) checkQueued() {
-	for s.queued.Load()-s.shedding.Load() > s.cfg.MaxQueuedBytes && s.shedMu.TryLock() {
-		s.shedQueued()
-		s.shedMu.Unlock()
+// makeRoom counts n bytes about to be queued for a client before they are encoded, so
+// that large replies built at the same time each see the others' (a small frame passes
+// 0: it is checked, not counted ahead); then, if the bytes queued over all connections
+// are past MaxQueuedBytes, it drops the connections holding the most until they are
+// not. The caller queues its frame, whose bytes replace the n in one step
+// (endFrameLocked), or gives the n back if it queues nothing. So the queue never holds
+// more than MaxQueuedBytes and the frames being built at that moment, one a goroutine,
+// and once they are queued it is within MaxQueuedBytes again. (Issue
+// 31: checked only after queuing, by one shedder that the others did not wait for,
+// while dropped connections kept their bytes outside the count, never-reading clients
+// held more than twice the limit.)
+//
+// One goroutine sheds at a time, and a goroutine over the limit waits for it: it does
+// no I/O under shedMu (the lines about the connections dropped are logged after), and
+// its callers hold no outMu, so the wait is short, the apply path's included.
+func (s *Server) makeRoom(n int64) {
+	total := s.queued.Load()
+	if n != 0 {
+		total = s.queued.Add(n)
+	}
+	if total <= s.cfg.MaxQueuedBytes {
+		return
+	}
+	s.shedMu.Lock()
+	dropped := s.shedQueued()
+	s.shedMu.Unlock()
+	for _, h := range dropped {
+		s.logger.Warn("closing connection: replies queued for clients past the server's limit",
+			"remote", h.c.nc.RemoteAddr().String(), "session_id", hexID(h.c.sessionID.Load()),
+			"queued_bytes", h.queued, "max_queued_bytes", s.cfg.MaxQueuedBytes)
 	}
 }
 
+// holding is a connection and the bytes it had queued when the server looked.
+type holding struct {
+	c      *conn
+	queued int64
+}
+
 // shedQueued drops the connections that hold the most queued bytes, the slowest
-// readers, until what the others hold is back under MaxQueuedBytes. The caller holds
-// shedMu. A connection dropped queues nothing more and is closed by its own goroutines
-// (conn.drop); until then its bytes count in shedding, so that they are not shed twice.
-func (s *Server) shedQueued() {
-	type holding struct {
-		c      *conn
-		queued int64
+// readers, until the server's count is back under MaxQueuedBytes, and returns them. The
+// caller holds shedMu. A connection dropped gives up its queue at once and queues
+// nothing more (conn.drop): its bytes leave the count as they leave memory.
+func (s *Server) shedQueued() []holding {
+	if s.queued.Load() <= s.cfg.MaxQueuedBytes {
+		return nil // another goroutine shed while this one waited
 	}
 	var conns []holding
 	for _, c := range s.connList() {
-		if q := c.queued.Load(); q > 0 && c.shed.Load() == shedNone {
+		if q := c.queued.Load(); q > 0 {
 			conns = append(conns, holding{c, q})
 		}
 	}
 	slices.SortFunc(conns, func(a, b holding) int { return cmp.Compare(b.queued, a.queued) })
-	total := s.queued.Load() - s.shedding.Load()
-	for _, h := range conns {
-		if total <= s.cfg.MaxQueuedBytes {
-			return
+	for i, h := range conns {
+		if s.queued.Load() <= s.cfg.MaxQueuedBytes {
+			return conns[:i]
 		}
 		s.limits.connsDropped.Add(1)
-		s.logger.Warn("closing connection: replies queued for clients past the server's limit",
-			"remote", h.c.nc.RemoteAddr().String(), "session_id", hexID(h.c.sessionID.Load()),
-			"queued_bytes", h.queued, "server_queued_bytes", total, "max_queued_bytes", s.cfg.MaxQueuedBytes)
-		h.c.drop(h.queued)
-		total -= h.queued
+		h.c.drop()
 	}
+	return conns
 }
 
 // expiryLoop closes sessions whose clients have gone quiet for their timeout. Only this

@@ -56,7 +56,11 @@ first start the platform's credentials are made in <data-dir>/credentials, one f
 role (digest:<role>:<password>, mode 0600) and roles, their ACL ids. The services
 authenticate with them and create their nodes with role ACLs (docs/security.md);
 unauthenticated clients can neither submit tasks nor read the services' data. The
-admin identity is the server's superuser. To submit tasks from the command line:
+admin identity is the server's superuser, and the admin port's guarded commands (cons,
+dump, envi, ...) answer it alone (admin.auth):
+  curl -H "Authorization: digest $(cut -d: -f2- <data-dir>/credentials/admin)" \
+    http://127.0.0.1:8081/commands/dump
+To submit tasks from the command line:
   paddock task --auth-file <data-dir>/credentials/submitter \
     --roles-file <data-dir>/credentials/roles submit -- CMD...
 Nodes an older paddock made open to all get their role ACLs at start.
@@ -134,6 +138,12 @@ func runUp(cmd *cobra.Command, _ []string) error {
 		cfg.SuperDigest = plat.superDigest
 	} else {
 		logger.Warn("super_digest is set: the platform's admin identity is not the superuser", "credentials", plat.dir)
+	}
+	// The admin port's guarded commands (cons, dump, envi...) answer the superuser only,
+	// and the roles' digests are the ones the server knows (audit lines mark them).
+	cfg.AdminAuth = true
+	if cfg.KnownDigestsFile == "" {
+		cfg.KnownDigestsFile = plat.rolesFile()
 	}
 	server.SetProcs(cfg.Procs)
 	srv, err := server.New(cfg, logger.With("component", "server"))
@@ -288,6 +298,9 @@ func upConsole(cmd *cobra.Command, cfg server.Config, addr string, logger *slog.
 	wc.Servers, wc.Users, wc.AdminAddr = []string{addr}, users, cfg.AdminAddr
 	wc.Listen = upConsoleListen(cmd.Flags())
 	wc.Access = plat.access(coordinator.RoleConsole)
+	if wc.AdminUser, wc.AdminPassword, err = plat.adminLogin(); err != nil { // for cons and wchc (admin.auth)
+		return upService{}, err
+	}
 	if err := wc.Validate(); err != nil {
 		return upService{}, err
 	}

@@ -96,6 +96,17 @@ func (p platform) rolesFile() string          { return filepath.Join(p.dir, "rol
 func (p platform) signersFile() string        { return filepath.Join(p.dir, "signers") }
 func (p platform) keyFile(role string) string { return filepath.Join(p.dir, role+".key") }
 
+// adminLogin returns the admin's digest user and password, which the console sends to
+// the admin port's guarded commands (admin.auth).
+func (p platform) adminLogin() (user, password string, err error) {
+	a, err := roleAuth(filepath.Join(p.dir, coordinator.RoleAdmin), coordinator.RoleAdmin)
+	if err != nil {
+		return "", "", err
+	}
+	user, password, _ = strings.Cut(a.Credentials, ":")
+	return user, password, nil
+}
+
 // access returns how the service of role connects, signs (a role of signingRoles) and
 // checks signatures.
 func (p platform) access(role string) coordinator.Access {

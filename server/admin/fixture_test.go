@@ -97,7 +97,8 @@ func newFixtureSource() *fakeSource {
 			Mode: ModeStandalone, Zxid: 7, Nodes: 10, DataSize: 88, Ephemerals: 3, Sessions: 3,
 			Watches: 5, Connections: 3, Outstanding: 0, PacketsReceived: 18, PacketsSent: 17,
 			Limits: LimitStats{SessionlessExpired: 2, FramesRejected: 1, LargeResponsesRejected: 4,
-				ConnectionsDropped: 3, ThrottleWaits: 7, ConnThrottleWaits: 5, TLSHandshakesFailed: 6, QueuedBytes: 4096},
+				ConnectionsDropped: 3, ThrottleWaits: 7, ConnThrottleWaits: 5, TLSHandshakesFailed: 6, QueuedBytes: 4096,
+				ReadOnlyRefused: 8},
 			QuotaAudit: QuotaAuditStats{QuotaRefused: 2, QuotaExceeded: 6, AuditEnabled: true, AuditWritten: 11, AuditDropped: 1},
 		},
 		conns: []Connection{

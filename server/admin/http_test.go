@@ -301,11 +301,15 @@ paddock_request_throttle_waits_total 7
 # HELP paddock_queued_bytes Bytes of replies and notifications queued for clients and not yet written.
 # TYPE paddock_queued_bytes gauge
 paddock_queued_bytes 4096
+# HELP paddock_readonly_sessions_refused_total Read-only sessions a read-only member refused: its table full, or the client's address keeping as many as it may.
+# TYPE paddock_readonly_sessions_refused_total counter
+paddock_readonly_sessions_refused_total 8
 `
 	if err := testutil.GatherAndCompare(a.prom.reg, strings.NewReader(expected),
 		"paddock_znodes", "paddock_sessions", "paddock_watches", "paddock_connections",
 		"paddock_packets_received_total", "paddock_fsync_threshold_exceeded_total", "paddock_server_info",
-		"paddock_connection_drops_total", "paddock_request_throttle_waits_total", "paddock_queued_bytes"); err != nil {
+		"paddock_connection_drops_total", "paddock_request_throttle_waits_total", "paddock_queued_bytes",
+		"paddock_readonly_sessions_refused_total"); err != nil {
 		t.Error(err)
 	}
 }

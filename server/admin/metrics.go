@@ -159,6 +159,7 @@ type statsCollector struct {
 	connections, outstanding, received, sent, fsyncSlowDesc *prometheus.Desc
 	sessionlessExpired, framesRejected, largeResponses      *prometheus.Desc
 	connsDropped, throttleWaits, connThrottleWaits, queued  *prometheus.Desc
+	readOnlyRefused                                         *prometheus.Desc
 	peerRefused, raftTerm, termCatchUps                     *prometheus.Desc
 	quotaAudit                                              *prometheus.Desc
 	tlsHandshakesFailed                                     *prometheus.Desc
@@ -189,6 +190,7 @@ func newStatsCollector(a *Admin) *statsCollector {
 		throttleWaits:      d("request_throttle_waits_total", "Times a connection stopped reading because the server had its limit of requests outstanding."),
 		connThrottleWaits:  d("connection_throttle_waits_total", "Times a connection stopped reading because it had its own limit of requests outstanding."),
 		queued:             d("queued_bytes", "Bytes of replies and notifications queued for clients and not yet written."),
+		readOnlyRefused:    d("readonly_sessions_refused_total", "Read-only sessions a read-only member refused: its table full, or the client's address keeping as many as it may."),
 		quotaAudit:         d("quota_audit_total", "Quota refusals (quota_refused), quota limits passed without a refusal (quota_exceeded), audit lines written (audit_written) and lost (audit_dropped).", "event"),
 		tlsHandshakesFailed: d("tls_handshakes_failed_total",
 			"Connections to the secure client port closed because their TLS handshake failed or timed out."),
@@ -204,7 +206,7 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.info, c.znodes, c.dataSize, c.ephemerals, c.watches,
 		c.sessions, c.connections, c.outstanding, c.received, c.sent, c.fsyncSlowDesc,
 		c.sessionlessExpired, c.framesRejected, c.largeResponses, c.connsDropped, c.throttleWaits,
-		c.connThrottleWaits, c.queued, c.peerRefused, c.raftTerm, c.termCatchUps, c.quotaAudit, c.tlsHandshakesFailed} {
+		c.connThrottleWaits, c.queued, c.readOnlyRefused, c.peerRefused, c.raftTerm, c.termCatchUps, c.quotaAudit, c.tlsHandshakesFailed} {
 		ch <- d
 	}
 }
@@ -237,6 +239,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	count(c.connThrottleWaits, l.ConnThrottleWaits)
 	count(c.tlsHandshakesFailed, l.TLSHandshakesFailed)
 	gauge(c.queued, l.QueuedBytes)
+	count(c.readOnlyRefused, l.ReadOnlyRefused)
 	qa := &st.QuotaAudit
 	for event, v := range map[string]int64{"quota_refused": qa.QuotaRefused, "quota_exceeded": qa.QuotaExceeded,
 		"audit_written": qa.AuditWritten, "audit_dropped": qa.AuditDropped} {

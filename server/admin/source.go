@@ -110,6 +110,9 @@ type LimitStats struct {
 	// QueuedBytes is the bytes of replies and notifications queued for clients and not
 	// yet written, over all connections.
 	QueuedBytes int64
+	// ReadOnlyRefused counts read-only sessions a read-only member refused: its table
+	// full, or the client's address keeping as many as it may.
+	ReadOnlyRefused int64
 }
 
 // QuorumStats describes a member's ensemble. The learner counts are the leader's

@@ -268,7 +268,8 @@ func appendLimits(o object, l *LimitStats) object {
 		field{"request_throttle_wait_count", l.ThrottleWaits},
 		field{"connection_throttle_wait_count", l.ConnThrottleWaits},
 		field{"unsuccessful_handshake", l.TLSHandshakesFailed},
-		field{"queued_bytes", l.QueuedBytes})
+		field{"queued_bytes", l.QueuedBytes},
+		field{"readonly_sessions_refused", l.ReadOnlyRefused})
 }
 
 // sortConnections orders connections by when they were accepted, then by address, so

@@ -174,7 +174,7 @@ func TestMntr(t *testing.T) {
 	}
 	limits := []string{"zk_sessionless_connections_expired\t2", "zk_frames_rejected\t1",
 		"zk_large_responses_rejected\t4", "zk_connection_drop_count\t3", "zk_request_throttle_wait_count\t7",
-		"zk_connection_throttle_wait_count\t5", "zk_unsuccessful_handshake\t6", "zk_queued_bytes\t4096",
+		"zk_connection_throttle_wait_count\t5", "zk_unsuccessful_handshake\t6", "zk_queued_bytes\t4096", "zk_readonly_sessions_refused\t8",
 		"zk_quota_refused_count\t2", "zk_quota_exceeded_count\t6", "zk_audit_lines_written\t11", "zk_audit_lines_dropped\t1"}
 	if !strings.HasSuffix(out, strings.Join(limits, "\n")+"\n") {
 		t.Errorf("mntr does not end with the limit, quota and audit counters %q:\n%s", limits, out)

@@ -30,6 +30,19 @@ func (e *Encoder) Len() int { return len(e.buf) }
 // Reset discards the encoded bytes and keeps the capacity.
 func (e *Encoder) Reset() { e.buf = e.buf[:0] }
 
+// Grow makes room for n more bytes, so that encoding them allocates nothing. Where
+// the room is lacking it allocates exactly what is encoded so far plus n, where
+// append's growth would leave up to a quarter of a large buffer unused: a caller
+// that knows a large record's size gets a buffer that holds it and no more.
+func (e *Encoder) Grow(n int) {
+	if n <= cap(e.buf)-len(e.buf) {
+		return
+	}
+	buf := make([]byte, len(e.buf), len(e.buf)+n)
+	copy(buf, e.buf)
+	e.buf = buf
+}
+
 // Int appends a big-endian int32.
 func (e *Encoder) Int(v int32) { e.buf = binary.BigEndian.AppendUint32(e.buf, uint32(v)) }
 

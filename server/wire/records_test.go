@@ -255,3 +255,22 @@ func TestCodeAndOpNames(t *testing.T) {
 		}
 	}
 }
+
+// Grow leaves room for exactly what is asked where there is none, keeps what was
+// encoded, and allocates nothing where there is room.
+func TestEncoderGrow(t *testing.T) {
+	for _, tc := range []struct{ have, spare, n int }{{0, 0, 0}, {0, 0, 1}, {5, 0, 100}, {5, 10, 10}, {5, 10, 11}, {300, 0, 1 << 20}} {
+		e := NewEncoder(make([]byte, 0, tc.have+tc.spare))
+		e.Raw(bytes.Repeat([]byte{7}, tc.have))
+		before := cap(e.Bytes())
+		e.Grow(tc.n)
+		switch {
+		case tc.n <= tc.spare && cap(e.Bytes()) != before:
+			t.Errorf("%+v: grew from %d to %d with room enough", tc, before, cap(e.Bytes()))
+		case tc.n > tc.spare && cap(e.Bytes()) != tc.have+tc.n:
+			t.Errorf("%+v: capacity %d, want exactly %d", tc, cap(e.Bytes()), tc.have+tc.n)
+		case !bytes.Equal(e.Bytes(), bytes.Repeat([]byte{7}, tc.have)):
+			t.Errorf("%+v: the encoded bytes changed", tc)
+		}
+	}
+}

@@ -49,6 +49,17 @@ func Dial(addr string, timeout time.Duration) (*Conn, error) {
 	return &Conn{nc: nc, br: bufio.NewReader(nc)}, nil
 }
 
+// DialFrom opens a TCP connection to addr from the local IP address local (another
+// loopback address, 127.0.0.2, is another client address to the server).
+func DialFrom(local, addr string, timeout time.Duration) (*Conn, error) {
+	d := net.Dialer{Timeout: timeout, LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+	nc, err := d.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &Conn{nc: nc, br: bufio.NewReader(nc)}, nil
+}
+
 // Close closes the TCP connection; the session stays alive on the server until it expires.
 func (c *Conn) Close() error { return c.nc.Close() }
 

@@ -1,0 +1,4 @@
+package server
+
+// Exported for the package's external tests.
+var MemoryLimitFor = memoryLimitFor
