@@ -262,32 +262,45 @@ func (r *replica) close() error {
 }
 
 // Zxids. A zxid is an epoch (the high 32 bits) and a counter, as in ZooKeeper, where
-// the epoch is the leader's. Here the epoch counts the terms of the applied log: it
-// rises by one before the first entry of each new term (quorum's OnNewTerm: a new
-// leader's empty entry, mostly), whatever that term is. It is not the Raft term
-// itself, which a forged message may push far (quorum/validate.go) and which would
-// not fit: every term must stay electable, and every zxid positive. At the rise the
-// tree's last zxid becomes the new epoch's zero, as a ZooKeeper server's does when a
-// leader is established, so that a snapshot carries the epoch and a member restored
-// from it counts on from the same place as one that applied the log. Each txn takes
-// the next zxid; a counter that reached 2³² runs into the epoch bits rather than go
-// back, and the epoch stops rising at 2³¹−1: zxids only grow.
+// the epoch is the leader's. Here it rises before the first entry of each new term of
+// the applied log (quorum's OnNewTerm: a new leader's empty entry, mostly) to the term
+// itself, but by at most epochReach: the epoch is the term, as it always was, while
+// terms move as elections move them, and a term pushed far ahead (a forged message,
+// quorum/validate.go) costs at most epochReach epochs a leadership, where taken whole it
+// would have spent them all at once — and every term must stay electable, and every zxid
+// positive. Following the term keeps a log written before this rule and replayed after
+// it giving its txns the zxids they had. At the rise the tree's last zxid becomes the new
+// epoch's zero, as a ZooKeeper server's does when a leader is established, so that a
+// snapshot carries the epoch and a member restored from it counts on from the same place
+// as one that applied the log. Each txn takes the next zxid; a counter that reached 2³²
+// runs into the epoch bits rather than go back, and the epoch stops rising at 2³¹−1:
+// zxids only grow.
 
 // maxEpoch is the largest epoch: a zxid is a positive int64.
 const maxEpoch = 1<<31 - 1
 
-// epochStart returns the zxid that starts the epoch after last's: the epoch's zero.
-func epochStart(last int64) int64 {
-	if e := last >> 32; e < maxEpoch {
-		return (e + 1) << 32
+// epochReach bounds what one new term raises the epoch by: 2²² leaderships, each an
+// election, before a forger could spend the epochs.
+const epochReach = 1 << 9
+
+// epochStart returns the zxid that starts the epoch of a new term after last: the
+// epoch's zero.
+func epochStart(last int64, term uint64) int64 {
+	e := last >> 32
+	next := min(e+epochReach, maxEpoch)
+	if term < uint64(next) {
+		next = int64(term)
 	}
-	return last // past the last epoch the counter goes on
+	if next <= e {
+		return last // the epochs are spent (or the term is not ahead): the counter goes on
+	}
+	return next << 32
 }
 
 // newTerm is quorum's OnNewTerm: the next txn is of a new epoch.
-func (r *replica) newTerm(uint64) {
+func (r *replica) newTerm(term uint64) {
 	s := r.s
-	r.lastZxid = epochStart(r.lastZxid)
+	r.lastZxid = epochStart(r.lastZxid, term)
 	s.treeMu.Lock()
 	s.tree.SetLastZxid(r.lastZxid)
 	s.lastApplied.Store(r.lastZxid)

@@ -75,7 +75,7 @@ func (c *cluster) config(id string) Config {
 	cfg.Capacity = 1
 	cfg.OutputDir = c.t.TempDir()
 	cfg.KillGrace = 200 * time.Millisecond
-	cfg.StopGrace = 0    // a stop hands running tasks back at once
+	cfg.StopGrace = 0 // a stop hands running tasks back at once
 	cfg.SignersFile = c.keys.SignersFile
 	cfg.AllowRoot = true // tasks write into the test's directories; run_as has its own tests
 	return cfg

@@ -108,35 +108,17 @@ func TestForgedTermsAndSnapshots(t *testing.T) {
 	t.Run("a snapshot of the root alone, as the leader", func(t *testing.T) {
 		// In the issue this one passed the check before Raft and panicked in Restore,
 		// after it was committed: the member panicked again at every start.
-		lead := c.waitLeader(recoverBound)
-		f := follower(lead)
-		term := termOf(t, c.members[f])
-		before := c.members[f].counter(t, "zk_peer_snapshots_refused")
-		in, err := dialIntruder(t, c.members[f].peerAddr(), nil, lead+1, f+1)
-		if err != nil {
+		if _, err := snapshotAsLeader(t, c, rootOnly()); err != nil {
 			t.Fatal(err)
 		}
-		if err := in.snapshot(lead+1, f+1, term, rootOnly()); err != nil {
-			t.Fatal(err)
-		}
-		c.members[f].waitCounter(t, "zk_peer_snapshots_refused", before+1)
 		servesAgain(t, c)
 		w.write(t, "after the leader's forged snapshot")
 	})
 	t.Run("a snapshot four times the floor, as the leader", func(t *testing.T) {
 		// In the issue 3.3 GB sent grew a member from 30 MiB to 4.3 GB: the check built
 		// the tree whole, and Restore again, under a bound of 32 GiB.
-		lead := c.waitLeader(recoverBound)
-		f := follower(lead)
-		term := termOf(t, c.members[f])
-		before := c.members[f].counter(t, "zk_peer_snapshots_refused")
-		in, err := dialIntruder(t, c.members[f].peerAddr(), nil, lead+1, f+1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = in.snapshot(lead+1, f+1, term, largeTree(4*snapshotFloor))
+		f, err := snapshotAsLeader(t, c, largeTree(4*snapshotFloor))
 		t.Logf("streaming %d MiB: %v (the member closes the connection past its bound)", 4*snapshotFloor>>20, err)
-		c.members[f].waitCounter(t, "zk_peer_snapshots_refused", before+1)
 		servesAgain(t, c)
 		w.write(t, "after the large snapshot")
 		if hwm := peakRSS(t, c.members[f].child.PID()); hwm > memoryBound {
@@ -181,6 +163,24 @@ func servesAgain(t *testing.T, c *cluster) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// snapshotAsLeader streams records to a follower as its leader, in its term, and waits
+// until the follower has refused the snapshot. It returns the follower and the
+// stream's error (a follower past its bound closes the connection).
+func snapshotAsLeader(t *testing.T, c *cluster, records func(func([]byte) error) error) (int, error) {
+	t.Helper()
+	lead := c.waitLeader(recoverBound)
+	f := follower(lead)
+	term := termOf(t, c.members[f])
+	before := c.members[f].counter(t, "zk_peer_snapshots_refused")
+	in, err := dialIntruder(t, c.members[f].peerAddr(), nil, lead+1, f+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = in.snapshot(lead+1, f+1, term, records)
+	c.members[f].waitCounter(t, "zk_peer_snapshots_refused", before+1)
+	return f, err
 }
 
 // writer writes through the ensemble and checks that zxids only grow and stay
