@@ -11,21 +11,27 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/paddock/paddock/coordinator"
 	"github.com/paddock/paddock/internal/backoff"
 	"github.com/paddock/paddock/internal/testutil"
 	"github.com/paddock/paddock/task"
 )
 
-// createTask writes a task node by hand with acl, as a submitter may: the ACL is the
-// creator's choice.
+// createTask writes a task node by hand, signs it as a submitter, then gives it acl, as
+// a submitter may: the ACL of its own node is the creator's choice, and the task is one a
+// worker runs.
 func (c *cluster) createTask(spec task.Spec, acl []zk.ACL) string {
 	c.t.Helper()
 	if err := c.sess.MakeDirs(ctxT(c.t), c.layout.Tasks()); err != nil {
 		c.t.Fatal(err)
 	}
 	data, _ := json.Marshal(spec)
-	p, err := c.sess.Conn().Create(c.layout.Task("task-"), data, zk.FlagSequence, acl)
+	p, err := c.sess.Conn().Create(c.layout.Task("task-"), data, zk.FlagSequence, zk.WorldACL(zk.PermAll))
 	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.sign(p, data, coordinator.RoleSubmitter)
+	if _, err := c.sess.Conn().SetACL(p, acl, -1); err != nil {
 		c.t.Fatal(err)
 	}
 	return filepath.Base(p)

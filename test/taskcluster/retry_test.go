@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/paddock/paddock/coordinator"
 	"github.com/paddock/paddock/internal/testutil"
 	"github.com/paddock/paddock/task"
 )
@@ -39,7 +40,8 @@ func scrapeMetrics(addr string) string {
 }
 
 // TestUnrecordableTaskRunsOnce replays issue 31's attack 7 against real master and
-// worker processes: a task whose node lets no one create under it (world:anyone:r) ran
+// worker processes: a signed task whose node then lets no one create under it
+// (world:anyone:r) ran
 // 2,768 times in 10 s on the landed worker. Now it runs once: the worker refuses it
 // (counted on its /metrics), the master, which cannot end it either, records it in
 // error and never assigns it again, and meanwhile keeps its one term and assigns the
@@ -60,8 +62,14 @@ func TestUnrecordableTaskRunsOnce(t *testing.T) {
 	if err := c.s.MakeDirs(context.Background(), c.layout.Tasks()); err != nil {
 		t.Fatal(err)
 	}
-	p, err := c.s.Conn().Create(c.layout.Task("task-"), spec, zk.FlagSequence, zk.WorldACL(zk.PermRead))
+	// A submitter signs its task, then leaves its node readable by all and writable by
+	// none (an ACL it may set on its own node): the task runs, and nobody can record how.
+	p, err := c.s.Conn().Create(c.layout.Task("task-"), spec, zk.FlagSequence, zk.WorldACL(zk.PermAll))
 	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.SignNode(t, c.s.Conn(), p, task.SpecDomain, spec, c.keys.Signer(coordinator.RoleSubmitter))
+	if _, err := c.s.Conn().SetACL(p, zk.WorldACL(zk.PermRead), -1); err != nil {
 		t.Fatal(err)
 	}
 	id := path.Base(p)
