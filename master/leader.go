@@ -44,7 +44,6 @@ type leader struct {
 	ended   map[string]task.State       // tasks known ended
 	jobs    map[string]*jobState        // jobs, by name (schedule.go)
 	dagIDs  map[string]string           // DAG tasks' ids, by dagKey (dag id and name)
-	tokens  map[string]string           // the ids of the tasks of jobs' runs, by token (repairFires)
 	refused map[string]*refusal         // tasks their worker refused, by id (endWithoutRun ends them)
 
 	// Items in error (fault.go), the step counter their clearing goes by, and the backoff
@@ -138,7 +137,7 @@ func newLeader(m *Master, s *coordinator.Session, h *coordinator.Hold) *leader {
 		workers: map[string]*workerState{}, assign: map[string]map[string]*slot{},
 		tasks: map[string]*taskState{}, ended: map[string]task.State{}, assignArmed: map[string]bool{},
 		drained: map[string]bool{}, workerArmed: map[string]bool{}, jobs: map[string]*jobState{},
-		dagIDs: map[string]string{}, tokens: map[string]string{}, refused: map[string]*refusal{},
+		dagIDs: map[string]string{}, refused: map[string]*refusal{},
 		faults: map[faultKey]*fault{}, faultsArmed: map[string]bool{}, stepRetry: backoff.Retry{Rand: m.rand},
 	}
 }
@@ -797,10 +796,10 @@ func (l *leader) readTask(ctx context.Context, id string) error {
 	return l.readRetryDelay(t)
 }
 
-// parseSpec reads t's spec from data, and indexes it by DAG and token. The oldest task
-// (the lowest sequence number) to claim a DAG name or a token keeps it: a DAG's tasks
-// are created in one multi, a fire's too, so a task claiming one of their names later
-// (written by anyone, and never signed) cannot stand in for one of them.
+// parseSpec reads t's spec from data, and indexes it by DAG. The oldest task (the lowest
+// sequence number) to claim a DAG name keeps it: a DAG's tasks are created in one multi,
+// so a task claiming one of their names later (written by anyone, and never signed)
+// cannot stand in for one of them.
 func (l *leader) parseSpec(t *taskState, data []byte) {
 	t.spec, t.invalid = task.Spec{}, nil
 	if err := json.Unmarshal(data, &t.spec); err != nil {
@@ -811,9 +810,6 @@ func (l *leader) parseSpec(t *taskState, data []byte) {
 	older := func(id string) bool { return id == "" || t.id < id } // ids sort by sequence number
 	if k := dagKey(t.spec.DAG, t.spec.Name); t.spec.DAG != "" && older(l.dagIDs[k]) {
 		l.dagIDs[k] = t.id
-	}
-	if t.spec.Job != "" && t.spec.Token != "" && older(l.tokens[t.spec.Token]) {
-		l.tokens[t.spec.Token] = t.id
 	}
 }
 

@@ -531,39 +531,52 @@ func (l *leader) pruneFires(j *jobState) error {
 	return nil
 }
 
-// repairFires writes into the record of each started fire that names no task the ids of
-// the tasks its multi created, found by their tokens (the job and the fire's name, then
-// the item or the DAG task's name): the write that follows a fire's multi can be lost
-// to a disconnection, and the run history would lose the link.
+// repairFires finishes each started fire whose record names no task: the write that
+// follows a fire's multi — the tasks' ids into the record, and their signatures — can be
+// lost to a disconnection or to the master's death, and its tasks, never signed, would
+// never run. A fire's own tasks are known by more than their tokens (the job and the
+// fire's name, then the item or the DAG task's name), which anyone may copy: they were
+// made by the multi that last wrote the record, so their czxid is the record's mzxid,
+// which nobody else's create can have. Those are linked and signed in one multi; a task
+// of the fire's token but of another zxid is someone else's, and is left to fail unsigned.
 func (l *leader) repairFires(j *jobState) error {
 	for len(j.unlinked) > 0 {
 		name := j.unlinked[0]
+		j.unlinked = j.unlinked[1:]
 		token := j.name + "/" + name
+		data, st, err := l.conn.Get(l.l.Fire(j.name, name))
+		var rec task.Fire
+		if errors.Is(err, zk.ErrNoNode) || (err == nil && json.Unmarshal(data, &rec) != nil) {
+			continue // pruned, or not a record this master can finish
+		}
+		if err != nil {
+			return err
+		}
 		var ids []string
-		for tok, id := range l.tokens {
-			if tok == token || strings.HasPrefix(tok, token+"/") {
+		for id, t := range l.tasks {
+			if t.czxid == st.Mzxid && (t.spec.Token == token || strings.HasPrefix(t.spec.Token, token+"/")) {
 				ids = append(ids, id)
 			}
 		}
-		if len(ids) > 0 {
-			slices.Sort(ids)
-			data, _, err := l.conn.Get(l.l.Fire(j.name, name))
-			var rec task.Fire
-			if err == nil && json.Unmarshal(data, &rec) == nil {
-				if len(ids) == 1 {
-					rec.Task = ids[0]
-				} else {
-					rec.Tasks = ids
-				}
-				data, _ = json.Marshal(rec)
-				err = l.multi(&zk.SetDataRequest{Path: l.l.Fire(j.name, name), Data: data, Version: -1})
-			}
-			if err != nil && !errors.Is(err, zk.ErrNoNode) {
-				return err
-			}
-			l.logger.Info("fire record linked to its tasks", "job", j.name, "fire", name, "tasks", ids)
+		if len(ids) == 0 {
+			continue // its tasks were deleted
 		}
-		j.unlinked = j.unlinked[1:] // none found: its tasks were deleted
+		slices.Sort(ids)
+		if len(ids) == 1 {
+			rec.Task = ids[0]
+		} else {
+			rec.Tasks = ids
+		}
+		sigs, err := l.signOwnTasks(ids)
+		if err != nil {
+			return err
+		}
+		data, _ = json.Marshal(rec)
+		err = l.multi(append([]any{&zk.SetDataRequest{Path: l.l.Fire(j.name, name), Data: data, Version: st.Version}}, sigs...)...)
+		if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
+			return err
+		}
+		l.logger.Info("fire record linked to its tasks", "job", j.name, "fire", name, "tasks", ids, "signed", len(sigs))
 	}
 	return nil
 }

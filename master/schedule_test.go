@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"encoding/json"
+	"path"
 	"slices"
 	"testing"
 	"time"
@@ -201,8 +202,11 @@ func TestJobFailover(t *testing.T) {
 	}
 }
 
-// A started fire whose record names no task — the write after its multi was lost —
-// gets its task's id from the task's token when a master reads it.
+// A started fire whose record names no task — the write after its multi, with the ids
+// and the tasks' signatures, was lost, to a disconnection or the master's death — is
+// finished by the next master: its record names the task its multi made (that task's
+// czxid is the record's mzxid), which the master signs. A task of the same token made
+// apart, before it (anyone can write a token), is neither linked nor signed.
 func TestJobFireRelinked(t *testing.T) {
 	c := newCluster(t)
 	j := everySecond("relink", task.ConcurrencyAllow)
@@ -210,24 +214,45 @@ func TestJobFireRelinked(t *testing.T) {
 	c.putJob(j)
 	at := time.Date(2026, 11, 27, 10, 23, 13, 0, time.UTC)
 	fire := task.FireName(at)
-	id, err := c.client.Submit(context.Background(), task.Spec{Command: "true", Job: "relink", Scheduled: at,
+	conn := c.s.Conn()
+	if err := c.s.MakeDirs(context.Background(), c.layout.Tasks()); err != nil {
+		t.Fatal(err)
+	}
+	impostor, _ := json.Marshal(task.Spec{Command: "rm", Args: []string{"-rf", "/"}, Job: "relink", Scheduled: at,
 		Token: "relink/" + fire})
+	imp, err := conn.Create(c.layout.Task("task-"), impostor, zk.FlagSequence, zk.WorldACL(zk.PermAll))
 	if err != nil {
 		t.Fatal(err)
 	}
+	spec, _ := json.Marshal(task.Spec{Command: "true", Job: "relink", Scheduled: at, Token: "relink/" + fire})
 	rec, _ := json.Marshal(task.Fire{Scheduled: at, Recorded: at, Outcome: task.FireStarted})
-	conn := c.s.Conn()
-	if _, err := conn.Create(c.layout.Fires("relink"), nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
+	res, err := conn.Multi(
+		&zk.CreateRequest{Path: c.layout.Fires("relink"), Acl: zk.WorldACL(zk.PermAll)},
+		&zk.CreateRequest{Path: c.layout.Fire("relink", fire), Data: rec, Acl: zk.WorldACL(zk.PermAll)},
+		&zk.CreateRequest{Path: c.layout.Task("task-"), Data: spec, Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagSequence})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Create(c.layout.Fire("relink", fire), rec, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
+	id := path.Base(res[2].String)
 	c.startMaster("m1")
 	testutil.Eventually(t, wait, 20*time.Millisecond, func() bool {
 		f := c.fires("relink")
 		return len(f) == 1 && f[0].Task == id
 	}, "the fire record linked to its task %s", id)
+	data, st, err := conn.Get(c.layout.Task(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := task.ReadSig(conn, c.layout.TaskSig(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := task.VerifySpec(c.keys.Trust(), st.Czxid, data, sig); err != nil || s.Role != coordinator.RoleMaster {
+		t.Errorf("the fire's task: signed by %+v, %v; want the master", s, err)
+	}
+	if sig, err := task.ReadSig(conn, c.layout.TaskSig(path.Base(imp))); err != nil || sig != nil {
+		t.Errorf("the impostor of the fire's token was signed: %q, %v", sig, err)
+	}
 }
 
 // Jobs a client wrote wrong or hostile — not JSON, an unknown schedule, shards and a
