@@ -333,8 +333,18 @@ func TestUnendableTaskInError(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec, _ := json.Marshal(task.Spec{Command: "true", Submitted: time.Now()})
-	p, err := c.s.Conn().Create(c.layout.Task("task-"), spec, zk.FlagSequence, zk.WorldACL(zk.PermRead))
+	// Signed, then made writable by none: a submitter's own choice for its task.
+	p, err := c.s.Conn().Create(c.layout.Task("task-"), spec, zk.FlagSequence, zk.WorldACL(zk.PermAll))
 	if err != nil {
+		t.Fatal(err)
+	}
+	c.signNode(p, task.SpecDomain, spec, c.keys.Signer(coordinator.RoleSubmitter))
+	// The test keeps the right to delete it (as its owner); the master and the worker read.
+	if err := c.s.Conn().AddAuth("digest", []byte("owner:pw")); err != nil {
+		t.Fatal(err)
+	}
+	acl := append(zk.WorldACL(zk.PermRead), zk.DigestACL(zk.PermAll, "owner", "pw")...)
+	if _, err := c.s.Conn().SetACL(p, acl, -1); err != nil {
 		t.Fatal(err)
 	}
 	id := path.Base(p)
@@ -352,8 +362,10 @@ func TestUnendableTaskInError(t *testing.T) {
 	if _, ok := w.assignments()[id]; ok {
 		t.Fatal("the refused task was assigned again")
 	}
-	if err := c.s.Conn().Delete(p, -1); err != nil {
-		t.Fatal(err)
+	for _, q := range []string{c.layout.TaskSig(id), p} {
+		if err := c.s.Conn().Delete(q, -1); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c.submit(task.Spec{Command: "true"}) // a change of /tasks: the master reads it again
 	testutil.Eventually(t, wait, 10*time.Millisecond, func() bool { return c.fault(c.layout.TaskFault(id)) == nil },
