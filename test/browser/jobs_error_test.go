@@ -9,6 +9,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/go-zookeeper/zk"
 
+	"github.com/paddock/paddock/coordinator"
+	"github.com/paddock/paddock/internal/testutil"
 	"github.com/paddock/paddock/task"
 )
 
@@ -33,6 +35,9 @@ func TestJobErrorInBrowser(t *testing.T) {
 	} {
 		if _, err := h.conn.Create(n.path, n.data, 0, n.acl); err != nil && n.path != l.Jobs() {
 			t.Fatalf("create %s: %v", n.path, err)
+		}
+		if n.path == l.Job("stuck") { // signed by a submitter: the master would fire it
+			testutil.SignNode(t, h.conn, n.path, task.JobDomain, n.data, h.keys.Signer(coordinator.RoleSubmitter))
 		}
 	}
 

@@ -230,13 +230,15 @@ func TestRestartedWorkerKillsLeftovers(t *testing.T) {
 func TestWorkerRunAs(t *testing.T) {
 	c := newCluster(t)
 	c.startMaster("m1")
-	_, errOut, code := c.paddockCmd("worker", "--zk", c.addr, "--id", "w0", "--output-dir", filepath.Join(c.dir, "w0"))
+	_, errOut, code := c.paddockCmd("worker", "--zk", c.addr, "--id", "w0", "--output-dir", filepath.Join(c.dir, "w0"),
+		"--signers-file", c.keys.SignersFile)
 	switch root := os.Geteuid() == 0; {
 	case root && (code != 1 || !strings.Contains(errOut, "running as root with no run_as") ||
 		!strings.Contains(errOut, "allow_root: true")):
 		t.Fatalf("paddock worker as root without run_as: exit %d, %q; want 1, naming run_as and allow_root", code, errOut)
 	case !root:
-		_, errOut, code = c.paddockCmd("worker", "--zk", c.addr, "--id", "w0", "--run-as", "nobody")
+		_, errOut, code = c.paddockCmd("worker", "--zk", c.addr, "--id", "w0", "--run-as", "nobody",
+			"--signers-file", c.keys.SignersFile)
 		if code != 1 || !strings.Contains(errOut, "not root: it can run tasks only as itself") {
 			t.Fatalf("paddock worker --run-as nobody not as root: exit %d, %q; want refused", code, errOut)
 		}

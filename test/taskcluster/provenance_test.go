@@ -224,7 +224,8 @@ func TestProvenanceOnUp(t *testing.T) {
 	data := filepath.Join(dir, "data")
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	up, err := testutil.StartChild(t, filepath.Join(dir, "up.log"), nil, paddock.Path(t),
-		"up", "--data-dir", data, "--client-addr", addr, "--admin-addr=", "--metrics-port", "0", "--listen", "127.0.0.1:0")
+		"up", "--data-dir", data, "--client-addr", addr, "--admin-addr=", "--metrics-port", "0", "--listen", "127.0.0.1:0",
+		"--allow-root") // the signed tasks mark the test's own directory, root's alone (TestUp runs them as nobody)
 	if err != nil {
 		t.Fatal(err)
 	}
