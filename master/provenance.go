@@ -105,34 +105,6 @@ func (l *leader) signFireTasks(created []any, res []zk.MultiResponse) ([]any, er
 	return ops, nil
 }
 
-// signOwnTasks returns the creates of the signatures of the tasks ids, which this
-// master's own multi made (repairFires proved it by their czxid), for those not signed
-// yet.
-func (l *leader) signOwnTasks(ids []string) ([]any, error) {
-	if l.s.Signer() == nil {
-		return nil, nil // no key: verifyJob fires nothing for such a master
-	}
-	var ops []any
-	for _, id := range ids {
-		if t := l.tasks[id]; t == nil || t.kids.Sig {
-			continue
-		}
-		data, st, err := l.conn.Get(l.l.Task(id))
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		rec, err := l.s.Signer().Sign(task.SpecDomain, st.Czxid, data)
-		if err != nil {
-			return nil, err
-		}
-		ops = append(ops, l.create(l.l.TaskSig(id), rec))
-	}
-	return ops, nil
-}
-
 // readJobSig reads job j's signature, with a watch unless one is armed, so that a
 // signature written after the job is seen; nil if there is none.
 func (l *leader) readJobSig(ctx context.Context, j *jobState) ([]byte, error) {

@@ -10,7 +10,6 @@ import (
 	"path"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -331,11 +330,11 @@ func (l *leader) fireJobs(ctx context.Context) (time.Time, error) {
 // fireJob does for job j what fireJobs does for each, and sets j.next.
 func (l *leader) fireJob(ctx context.Context, j *jobState, now time.Time, running map[string]bool) error {
 	j.next = time.Time{}
-	if err := l.repairFires(j); err != nil {
-		return err
-	}
 	if j.invalid != nil || !j.job.Enabled {
 		return nil
+	}
+	if err := l.repairFires(ctx, j, now); err != nil {
+		return err
 	}
 	if len(j.queued) > 0 && !running[j.name] {
 		if err := l.startQueued(ctx, j, now); err != nil {
@@ -533,50 +532,41 @@ func (l *leader) pruneFires(j *jobState) error {
 
 // repairFires finishes each started fire whose record names no task: the write that
 // follows a fire's multi — the tasks' ids into the record, and their signatures — can be
-// lost to a disconnection or to the master's death, and its tasks, never signed, would
-// never run. A fire's own tasks are known by more than their tokens (the job and the
-// fire's name, then the item or the DAG task's name), which anyone may copy: they were
-// made by the multi that last wrote the record, so their czxid is the record's mzxid,
-// which nobody else's create can have. Those are linked and signed in one multi; a task
-// of the fire's token but of another zxid is someone else's, and is left to fail unsigned.
-func (l *leader) repairFires(j *jobState) error {
+// lost to a disconnection or to the master's death, and its tasks, never signed, never
+// run. The master makes the fire's tasks again, from the job's verified definition, in a
+// multi that rewrites the record (so that two masters do not both), and links and signs
+// them as a fire's (noteFireTasks); the tasks left unsigned are ended failed after the
+// grace, unrun, so the fire runs once. It signs nothing it did not make itself: a task
+// that only claims to be a fire's — its token, even made in one multi with a record —
+// is anyone's. Called only for a job that verifies and is enabled.
+func (l *leader) repairFires(ctx context.Context, j *jobState, now time.Time) error {
 	for len(j.unlinked) > 0 {
 		name := j.unlinked[0]
 		j.unlinked = j.unlinked[1:]
-		token := j.name + "/" + name
 		data, st, err := l.conn.Get(l.l.Fire(j.name, name))
 		var rec task.Fire
-		if errors.Is(err, zk.ErrNoNode) || (err == nil && json.Unmarshal(data, &rec) != nil) {
-			continue // pruned, or not a record this master can finish
+		if errors.Is(err, zk.ErrNoNode) || (err == nil && (json.Unmarshal(data, &rec) != nil ||
+			rec.Outcome != task.FireStarted || rec.Task != "" || len(rec.Tasks) > 0)) {
+			continue // pruned, linked meanwhile, or not a record to finish
 		}
 		if err != nil {
 			return err
 		}
-		var ids []string
-		for id, t := range l.tasks {
-			if t.czxid == st.Mzxid && (t.spec.Token == token || strings.HasPrefix(t.spec.Token, token+"/")) {
-				ids = append(ids, id)
-			}
-		}
-		if len(ids) == 0 {
-			continue // its tasks were deleted
-		}
-		slices.Sort(ids)
-		if len(ids) == 1 {
-			rec.Task = ids[0]
-		} else {
-			rec.Tasks = ids
-		}
-		sigs, err := l.signOwnTasks(ids)
-		if err != nil {
-			return err
-		}
+		rec.Recorded, rec.Epoch = now.UTC(), l.epoch
 		data, _ = json.Marshal(rec)
-		err = l.multi(append([]any{&zk.SetDataRequest{Path: l.l.Fire(j.name, name), Data: data, Version: st.Version}}, sigs...)...)
-		if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
+		created := l.jobTasks(j, rec.Scheduled, name, now)
+		res, err := l.multiResults(append([]any{&zk.SetDataRequest{Path: l.l.Fire(j.name, name), Data: data,
+			Version: st.Version}}, created...)...)
+		if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
+			continue // another master finished it, or it was pruned
+		}
+		if err != nil {
 			return err
 		}
-		l.logger.Info("fire record linked to its tasks", "job", j.name, "fire", name, "tasks", ids, "signed", len(sigs))
+		l.logger.Info("fire finished: its tasks made again", "job", j.name, "fire", name)
+		if err := l.noteFireTasks(ctx, j, name, rec, created, res[1:]); err != nil {
+			return err
+		}
 	}
 	return nil
 }

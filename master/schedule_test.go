@@ -204,13 +204,14 @@ func TestJobFailover(t *testing.T) {
 
 // A started fire whose record names no task — the write after its multi, with the ids
 // and the tasks' signatures, was lost, to a disconnection or the master's death — is
-// finished by the next master: its record names the task its multi made (that task's
-// czxid is the record's mzxid), which the master signs. A task of the same token made
-// apart, before it (anyone can write a token), is neither linked nor signed.
+// finished by the next master: it makes the fire's tasks again from the job's verified
+// definition, links and signs them. The tasks the record's multi made, left unsigned,
+// are not its: a record and a task of its token made in one multi by anyone (an open
+// deployment) get no signature — the master signs only what it made.
 func TestJobFireRelinked(t *testing.T) {
 	c := newCluster(t)
 	j := everySecond("relink", task.ConcurrencyAllow)
-	j.Enabled = false // no new fire: only the repair writes
+	j.Schedule = "0 0 0 1 1 *" // enabled, and no fire of its own in the test: only the repair writes
 	c.putJob(j)
 	at := time.Date(2026, 11, 27, 10, 23, 13, 0, time.UTC)
 	fire := task.FireName(at)
@@ -218,30 +219,33 @@ func TestJobFireRelinked(t *testing.T) {
 	if err := c.s.MakeDirs(context.Background(), c.layout.Tasks()); err != nil {
 		t.Fatal(err)
 	}
-	impostor, _ := json.Marshal(task.Spec{Command: "rm", Args: []string{"-rf", "/"}, Job: "relink", Scheduled: at,
+	forged, _ := json.Marshal(task.Spec{Command: "rm", Args: []string{"-rf", "/"}, Job: "relink", Scheduled: at,
 		Token: "relink/" + fire})
-	imp, err := conn.Create(c.layout.Task("task-"), impostor, zk.FlagSequence, zk.WorldACL(zk.PermAll))
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, _ := json.Marshal(task.Spec{Command: "true", Job: "relink", Scheduled: at, Token: "relink/" + fire})
 	rec, _ := json.Marshal(task.Fire{Scheduled: at, Recorded: at, Outcome: task.FireStarted})
 	res, err := conn.Multi(
 		&zk.CreateRequest{Path: c.layout.Fires("relink"), Acl: zk.WorldACL(zk.PermAll)},
 		&zk.CreateRequest{Path: c.layout.Fire("relink", fire), Data: rec, Acl: zk.WorldACL(zk.PermAll)},
-		&zk.CreateRequest{Path: c.layout.Task("task-"), Data: spec, Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagSequence})
+		&zk.CreateRequest{Path: c.layout.Task("task-"), Data: forged, Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagSequence})
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := path.Base(res[2].String)
+	orphan := path.Base(res[2].String)
 	c.startMaster("m1")
+	var id string
 	testutil.Eventually(t, wait, 20*time.Millisecond, func() bool {
 		f := c.fires("relink")
-		return len(f) == 1 && f[0].Task == id
-	}, "the fire record linked to its task %s", id)
+		if len(f) == 1 {
+			id = f[0].Task
+		}
+		return id != "" && id != orphan
+	}, "the fire record linked to a task of the master's")
 	data, st, err := conn.Get(c.layout.Task(id))
 	if err != nil {
 		t.Fatal(err)
+	}
+	var spec task.Spec
+	if err := json.Unmarshal(data, &spec); err != nil || spec.Command != "true" || spec.Token != "relink/"+fire {
+		t.Errorf("the fire's task: %+v, %v; want the job's command and the fire's token", spec, err)
 	}
 	sig, err := task.ReadSig(conn, c.layout.TaskSig(id))
 	if err != nil {
@@ -250,8 +254,8 @@ func TestJobFireRelinked(t *testing.T) {
 	if s, err := task.VerifySpec(c.keys.Trust(), st.Czxid, data, sig); err != nil || s.Role != coordinator.RoleMaster {
 		t.Errorf("the fire's task: signed by %+v, %v; want the master", s, err)
 	}
-	if sig, err := task.ReadSig(conn, c.layout.TaskSig(path.Base(imp))); err != nil || sig != nil {
-		t.Errorf("the impostor of the fire's token was signed: %q, %v", sig, err)
+	if sig, err := task.ReadSig(conn, c.layout.TaskSig(orphan)); err != nil || sig != nil {
+		t.Errorf("the task made with the record was signed: %q, %v", sig, err)
 	}
 }
 

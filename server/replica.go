@@ -934,14 +934,14 @@ func (r *replica) fillStats(st *admin.Stats) {
 	q.Refused = admin.PeerRefusals{Connections: int64(pc.ConnsRefused), Frames: int64(pc.FramesRefused),
 		Messages: int64(pc.MessagesDropped), Proposals: int64(pc.ProposalsRefused), Notes: int64(pc.NotesDropped),
 		EntriesSkipped: int64(pc.EntriesSkipped), EntriesUndecodable: int64(r.undecodable.Load()),
-		Snapshots: int64(pc.SnapshotsRefused)}
+		Snapshots: int64(pc.SnapshotsRefused), CommittedConflicts: int64(pc.CommittedConflicts)}
 	q.TermCatchUps = int64(pc.TermCatchUps)
-	if rs := r.status.Load(); rs != nil {
+	if rs := r.status.Load(); rs != nil { // one status: the term and the counts agree
 		q.Term = int64(min(rs.Term, math.MaxInt64))
-	}
-	if rs := r.status.Load(); rs != nil && rs.Role == quorum.RoleLeader {
-		q.Followers, q.SyncedFollowers = rs.Followers, rs.SyncedFollowers
-		q.Observers, q.SyncedObservers = rs.Learners, rs.SyncedLearners
+		if rs.Role == quorum.RoleLeader {
+			q.Followers, q.SyncedFollowers = rs.Followers, rs.SyncedFollowers
+			q.Observers, q.SyncedObservers = rs.Learners, rs.SyncedLearners
+		}
 	}
 	st.Quorum = q
 }

@@ -195,7 +195,8 @@ func newStatsCollector(a *Admin) *statsCollector {
 		tlsHandshakesFailed: d("tls_handshakes_failed_total",
 			"Connections to the secure client port closed because their TLS handshake failed or timed out."),
 		peerRefused: d("peer_refused_total", "What an ensemble member refused of the other members' input, by kind: "+
-			"connections, frames, raft messages, proposals, notes, snapshots; and committed entries skipped or undecodable.", "kind"),
+			"connections, frames, raft messages, proposals, notes, snapshots; committed entries skipped or undecodable; "+
+			"appends conflicting with committed entries (a forged log).", "kind"),
 		raftTerm: d("raft_term", "An ensemble member's Raft term."),
 		termCatchUps: d("raft_term_catch_ups_total", "Messages an ensemble member took with a term past the jump bound, "+
 			"at most one an election timeout: catching up after missed elections, or a forger spending the allowance."),
@@ -249,7 +250,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		r := q.Refused
 		for kind, v := range map[string]int64{"connection": r.Connections, "frame": r.Frames, "message": r.Messages,
 			"proposal": r.Proposals, "note": r.Notes, "snapshot": r.Snapshots, "entry_skipped": r.EntriesSkipped,
-			"entry_undecodable": r.EntriesUndecodable} {
+			"entry_undecodable": r.EntriesUndecodable, "committed_conflict": r.CommittedConflicts} {
 			ch <- prometheus.MustNewConstMetric(c.peerRefused, prometheus.CounterValue, float64(v), kind)
 		}
 		ch <- prometheus.MustNewConstMetric(c.raftTerm, prometheus.GaugeValue, float64(q.Term))

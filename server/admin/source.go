@@ -158,6 +158,9 @@ type PeerRefusals struct {
 	// Snapshots a leader streamed that the member refused: past its bound, cut short,
 	// or not restorable.
 	Snapshots int64
+	// CommittedConflicts are appends that conflicted with entries the member committed:
+	// evidence of a forged log, which an operator must repair (docs/security.md).
+	CommittedConflicts int64
 }
 
 // Connection is a snapshot of one client connection. ConnStats fills the statistics fields;

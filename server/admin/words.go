@@ -246,6 +246,7 @@ func (a *Admin) monitor() object {
 			field{"peer_notes_dropped", r.Notes}, field{"peer_snapshots_refused", r.Snapshots},
 			field{"raft_entries_skipped", r.EntriesSkipped},
 			field{"raft_entries_undecodable", r.EntriesUndecodable},
+			field{"raft_committed_conflicts", r.CommittedConflicts},
 			field{"raft_term", q.Term}, field{"raft_term_catch_ups", q.TermCatchUps})
 	}
 	if open, limit, ok := fileDescriptors(); ok {

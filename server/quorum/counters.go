@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,11 @@ type Counters struct {
 	// before Raft saw them: past its bound, cut short, or records its state machine
 	// could not prove restorable (SnapshotChecker).
 	SnapshotsRefused uint64
+	// CommittedConflicts counts appends dropped because they conflict with entries the
+	// member committed: no real leader sends one, so each is evidence that this
+	// member's log, or the sender's, was forged (docs/security.md, "What no check can
+	// catch"); an operator must rebuild the members concerned.
+	CommittedConflicts uint64
 	// TermCatchUps counts the member's climbs toward a peer's term more than
 	// MaxTermJump past its own, at most one an election timeout (validate.go): a member
 	// catching up with the others, or following a forger's term.
@@ -42,7 +48,7 @@ type Counters struct {
 
 // counters is the live form of Counters.
 type counters struct {
-	connsRefused, framesRefused, messagesDropped, proposalsRefused, notesDropped, entriesSkipped, termCatchUps, snapshotsRefused atomic.Uint64
+	connsRefused, framesRefused, messagesDropped, proposalsRefused, notesDropped, entriesSkipped, termCatchUps, snapshotsRefused, committedConflicts atomic.Uint64
 }
 
 func (c *counters) snapshot() Counters {
@@ -51,6 +57,7 @@ func (c *counters) snapshot() Counters {
 		MessagesDropped: c.messagesDropped.Load(), ProposalsRefused: c.proposalsRefused.Load(),
 		NotesDropped: c.notesDropped.Load(), EntriesSkipped: c.entriesSkipped.Load(),
 		TermCatchUps: c.termCatchUps.Load(), SnapshotsRefused: c.snapshotsRefused.Load(),
+		CommittedConflicts: c.committedConflicts.Load(),
 	}
 }
 
@@ -72,7 +79,12 @@ func newLimitedLog(logger *slog.Logger) *limitedLog {
 }
 
 // warn logs msg at Warn level unless it was logged less than logEvery ago.
-func (l *limitedLog) warn(msg string, args ...any) {
+func (l *limitedLog) warn(msg string, args ...any) { l.log(slog.LevelWarn, msg, args...) }
+
+// error is warn at Error level: for what an operator must act on.
+func (l *limitedLog) error(msg string, args ...any) { l.log(slog.LevelError, msg, args...) }
+
+func (l *limitedLog) log(level slog.Level, msg string, args ...any) {
 	now := time.Now()
 	l.mu.Lock()
 	if now.Sub(l.last[msg]) < logEvery {
@@ -86,5 +98,5 @@ func (l *limitedLog) warn(msg string, args ...any) {
 	if held > 0 {
 		args = append(args, "suppressed", held)
 	}
-	l.logger.Warn(msg, args...)
+	l.logger.Log(context.Background(), level, msg, args...)
 }

@@ -1,7 +1,6 @@
 package quorum
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"flag"
@@ -38,7 +37,10 @@ import (
 // otherwise. The test checks that such an effect, and only such an effect, is what a
 // round it cannot recover from left (outside), and counts those rounds.
 
-var forgeSeeds = flag.Int("forge.seeds", 2000, "rounds of TestSimForgedMessages (make fuzz runs FORGE_SEEDS)")
+var (
+	forgeSeeds = flag.Int("forge.seeds", 2000, "rounds of TestSimForgedMessages (make fuzz runs FORGE_SEEDS)")
+	forgeFrom  = flag.Int("forge.from", 0, "the first round's seed: a failure's cluster is replayed from the seed of its first round (a multiple of 40)")
+)
 
 const (
 	// forgeRecover bounds the ticks the members may take to elect and commit after a
@@ -70,14 +72,15 @@ type forgeStats struct {
 // forgeRecover ticks.
 func TestSimForgedMessages(t *testing.T) {
 	st := &forgeStats{byType: map[raftpb.MessageType]int{}}
-	for seed := 0; seed < *forgeSeeds; {
+	for seed := *forgeFrom; seed < *forgeFrom+*forgeSeeds; {
 		c := newSim(t, 3, 0, func(c *cluster) {
 			// In memory: the rounds measure what forged messages do, not the disk.
 			c.snapEvery, c.keep, c.maxSnapshot, c.fs = 16, 4, forgeSnapLimit, faultfs.New(uint64(seed))
 		})
 		c.simLeader(simPatience)
-		for k := 0; k < perCluster && seed < *forgeSeeds; k++ {
-			diverged := forgeRound(t, c, uint64(seed), st)
+		first := seed
+		for k := 0; k < perCluster && seed < *forgeFrom+*forgeSeeds; k++ {
+			diverged := forgeRound(t, c, first, uint64(seed), st)
 			seed++
 			if diverged {
 				break // its members cannot agree again: a fresh cluster
@@ -116,7 +119,7 @@ func TestSimForgedMessages(t *testing.T) {
 
 // forgeRound sends one seed's forged messages and checks that the members recover. It
 // reports whether they diverged (and so cannot).
-func forgeRound(t *testing.T, c *cluster, seed uint64, st *forgeStats) (diverged bool) {
+func forgeRound(t *testing.T, c *cluster, first int, seed uint64, st *forgeStats) (diverged bool) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 0x31))
 	st.rounds++
@@ -158,7 +161,8 @@ func forgeRound(t *testing.T, c *cluster, seed uint64, st *forgeStats) (diverged
 			t.Logf("seed %d: forged member actions were believed: %s (%v)", seed, why, err)
 			return true
 		}
-		t.Fatalf("seed %d: the members did not recover: %v\nsent:\n  %s\nnow: %s\n%s", seed, err, strings.Join(sent, "\n  "), c.activity(), c.progress())
+		t.Fatalf("seed %d (replay: -forge.from=%d -forge.seeds=%d): the members did not recover: %v\nsent:\n  %s\nnow: %s\n%s",
+			seed, first, int(seed)-first+1, err, strings.Join(sent, "\n  "), c.activity(), c.progress())
 	}
 	return false
 }
@@ -223,44 +227,11 @@ func (c *cluster) tickUntil(maxTicks int, cond func() error) error {
 	}
 }
 
-// tryPropose is simPropose that reports failure instead of failing the test.
-func (c *cluster) tryPropose(id uint64, data string, maxTicks int) (uint64, error) {
-	n := c.members[id].node
-	seq := n.seq.Add(1)
-	applied := make(chan uint64, 1)
-	if err := n.register(n.waiters, seq, applied); err != nil {
-		return 0, err
-	}
-	defer n.unregister(n.waiters, seq)
-	if err := n.propose(context.Background(), seq, []byte(data)); err != nil {
-		return 0, err
-	}
-	for i := 0; ; i++ {
-		c.settle()
-		select {
-		case idx := <-applied:
-			if idx == 0 {
-				return 0, fmt.Errorf("proposal %q refused", data)
-			}
-			return idx, nil
-		default:
-		}
-		if i == maxTicks {
-			return 0, fmt.Errorf("proposal %q not applied on member %d within %d ticks", data, id, maxTicks)
-		}
-		if i > 0 && i%(3*simElection) == 0 { // lost with a leader change: again
-			if lead, err := c.agreedLeader(c.running()); err == nil && lead == id {
-				n.propose(context.Background(), seq, []byte(data))
-			}
-		}
-		c.tick(1)
-	}
-}
-
 // outside says what forged member actions left that no member can undo, "" if none:
 // a member committed an index no other member's log reaches, two members committed
-// different entries (terms) at one index, a leader believes a member holds entries
-// past the end of its log, or the membership is not voters 1, 2 and 3.
+// different entries (terms) at one index (seen in their logs, or as appends a member
+// dropped for conflicting with its committed entries), a leader believes a member holds
+// entries past the end of its log, or the membership is not voters 1, 2 and 3.
 func (c *cluster) outside() string {
 	type view struct {
 		id            uint64
@@ -285,7 +256,8 @@ func (c *cluster) outside() string {
 			if a.commit <= b.last {
 				beyond = false
 			}
-			for idx := max(a.first, b.first); idx <= min(a.commit, b.commit, b.last); idx++ {
+			// From each log's snapshot index, whose term the storage still holds.
+			for idx := max(a.first, b.first, 2) - 1; idx <= min(a.commit, b.commit, b.last); idx++ {
 				ta, errA := a.st.Term(idx)
 				tb, errB := b.st.Term(idx)
 				if errA == nil && errB == nil && ta != tb {
@@ -300,6 +272,9 @@ func (c *cluster) outside() string {
 	}
 	for _, a := range vs {
 		n := c.members[a.id].node
+		if k := n.Counters().CommittedConflicts; k > 0 {
+			out = append(out, fmt.Sprintf("member %d was sent %d appends conflicting with entries it committed", a.id, k))
+		}
 		var rs raft.Status
 		n.query(func(rn *raft.RawNode) { rs = rn.Status() })
 		for pid, pr := range rs.Progress {

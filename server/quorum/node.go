@@ -116,6 +116,7 @@ type Node struct {
 
 	// What the checks in front of Raft (validate.go) read of the Ready loop's state.
 	term      atomic.Uint64                    // the term as of the last Ready's HardState
+	commit    atomic.Uint64                    // the commit index as of the last Ready's HardState
 	lastIndex atomic.Uint64                    // the log's last index as of the last Ready
 	conf      atomic.Pointer[raftpb.ConfState] // the membership as of the applied index
 	counters  counters
@@ -217,6 +218,7 @@ func newNode(cfg Config, st Storage, apply ApplyFunc, logger *slog.Logger) (*Nod
 		return nil, fmt.Errorf("quorum: read storage: %w", err)
 	}
 	n.term.Store(hs.GetTerm()) // the checks bound a peer's term by the member's (validate.go)
+	n.commit.Store(hs.GetCommit())
 	if err := n.loadSnapshot(); err != nil {
 		closeListener(ln)
 		return nil, err
@@ -426,6 +428,11 @@ func (n *Node) admit(from uint64, m *raftpb.Message) bool {
 			n.counters.messagesDropped.Add(1)
 			n.refusals.warn("peer message dropped", "from", from, "type", m.GetType().String(), "err", err)
 		}
+		if errors.Is(err, errCommittedConflict) {
+			n.counters.committedConflicts.Add(1)
+			n.refusals.error("an append conflicts with entries this member committed: a log was forged",
+				"from", from, "index", m.GetIndex(), "log_term", m.GetLogTerm())
+		}
 		return false
 	}
 	return true
@@ -444,6 +451,7 @@ func (n *Node) unreachable(id uint64) {
 func (n *Node) view() *checkView {
 	v := &checkView{
 		self: n.id, term: n.term.Load(), catchUp: n.climb, lastIndex: n.lastIndex.Load(), leader: n.leader.Load(),
+		commit: n.commit.Load(), termAt: n.termAt,
 		conf: n.conf.Load(), entry: n.cfg.CheckEntry, confCtx: n.cfg.CheckConfChange,
 		maxEntry: n.cfg.MaxEntryBytes + proposalHeader,
 	}
@@ -468,6 +476,13 @@ func (n *Node) climb(from, term uint64) uint64 {
 		"term", own, "to", to, "peer_term", term)
 	n.stepPeer(&raftpb.Message{Type: raftpb.MsgAppResp.Enum(), From: new(from), To: new(n.id), Term: new(to)})
 	return to
+}
+
+// termAt returns the term of the entry at index in the member's stable log, if it holds
+// it (not compacted, not only in Raft's memory).
+func (n *Node) termAt(index uint64) (uint64, bool) {
+	t, err := n.storage.Term(index)
+	return t, err == nil
 }
 
 // tick ticks Raft, counting.
@@ -675,6 +690,9 @@ func (n *Node) timeReplication(rd raft.Ready) {
 func (n *Node) noteLog(rd raft.Ready) {
 	if t := rd.HardState.GetTerm(); t > 0 {
 		n.term.Store(t)
+	}
+	if c := rd.HardState.GetCommit(); c > n.commit.Load() {
+		n.commit.Store(c)
 	}
 	switch {
 	case len(rd.Entries) > 0:

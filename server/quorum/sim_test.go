@@ -166,35 +166,46 @@ func (c *cluster) agreedLeader(members []uint64) (uint64, error) {
 	return lead, nil
 }
 
-// simPropose proposes data on member id, ticking while it waits (a lost message is
-// sent again on a heartbeat), at most maxTicks rounds. It hands the proposal over on
-// this goroutine, as Propose does on its caller's, so that the cluster cannot look
-// settled while the proposal is on its way to Raft (a goroutine calling Propose may not
-// have run yet when the members settle), and then waits for its apply as Propose would.
+// simPropose proposes data on member id, ticking while it waits, at most maxTicks
+// rounds, and returns the entry's index; it fails the test if the entry is not applied
+// on id by then (tryPropose).
 func (c *cluster) simPropose(id uint64, data string, maxTicks int) uint64 {
 	c.t.Helper()
+	idx, err := c.tryPropose(id, data, maxTicks)
+	if err != nil {
+		c.t.Fatalf("member %d: %v", id, err)
+	}
+	return idx
+}
+
+// tryPropose proposes data on member id, ticking while it waits, at most maxTicks
+// rounds. It hands the proposal over on this goroutine, as Propose does on its caller's,
+// so that the cluster cannot look settled while the proposal is on its way to Raft (a
+// goroutine calling Propose may not have run yet when the members settle), and then
+// waits for its apply as Propose would.
+func (c *cluster) tryPropose(id uint64, data string, maxTicks int) (uint64, error) {
 	n := c.members[id].node
 	seq := n.seq.Add(1)
 	applied := make(chan uint64, 1)
 	if err := n.register(n.waiters, seq, applied); err != nil {
-		c.t.Fatalf("member %d: propose %q: %v", id, data, err)
+		return 0, fmt.Errorf("propose %q: %w", data, err)
 	}
 	defer n.unregister(n.waiters, seq)
 	if err := n.propose(context.Background(), seq, []byte(data)); err != nil {
-		c.t.Fatalf("member %d: propose %q: %v", id, data, err)
+		return 0, fmt.Errorf("propose %q: %w", data, err)
 	}
 	for i := 0; ; i++ {
 		c.settle()
 		select {
 		case idx := <-applied:
 			if idx == 0 {
-				c.t.Fatalf("member %d: propose %q: refused", id, data)
+				return 0, fmt.Errorf("propose %q: refused", data)
 			}
-			return idx
+			return idx, nil
 		default:
 		}
 		if i == maxTicks {
-			c.t.Fatalf("member %d: %q not applied within %d ticks", id, data, maxTicks)
+			return 0, fmt.Errorf("%q not applied within %d ticks", data, maxTicks)
 		}
 		c.tick(1)
 	}

@@ -48,8 +48,12 @@ const (
 // will write, far below where index arithmetic wraps.
 const maxIndex = 1 << 62
 
-// errDropped wraps every reason check gives.
-var errDropped = errors.New("quorum: peer message dropped")
+// errDropped wraps every reason check gives; errCommittedConflict, besides, an append
+// that conflicts with entries the member committed, which only a forged log can cause.
+var (
+	errDropped           = errors.New("quorum: peer message dropped")
+	errCommittedConflict = errors.New("conflicts with a committed entry")
+)
 
 func dropped(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errDropped, fmt.Sprintf(format, args...))
@@ -73,6 +77,8 @@ type checkView struct {
 	term      uint64                               // the member's term as of its last Ready
 	catchUp   func(from, term uint64) uint64       // climbs toward term, returning the member's term after; nil: never
 	lastIndex uint64                               // the member's last log index as of its last Ready
+	commit    uint64                               // the member's commit index as of its last Ready
+	termAt    func(index uint64) (uint64, bool)    // the term of an entry of its stable log; nil: unknown
 	leader    uint64                               // the leader it follows; 0 if none
 	conf      *raftpb.ConfState                    // the membership as of its applied index
 	entry     func(from uint64, data []byte) error // checks a proposal's data after its header; may be nil
@@ -94,17 +100,35 @@ func (v *checkView) check(from uint64, m *raftpb.Message) error {
 	case m.GetTo() != v.self:
 		return dropped("%s is addressed to member %d", typ, m.GetTo())
 	}
-	if err := v.checkTerms(m); err != nil {
+	beyond, err := v.checkTerms(m)
+	if err != nil {
 		return err
 	}
+	if err := v.checkContent(from, m); err != nil {
+		return err
+	}
+	if beyond && (v.catchUp == nil || v.catchUp(from, m.GetTerm()) < m.GetTerm()) {
+		// Only a message that passed every other check makes the member climb.
+		return dropped("%s with term %d: more than %d past this member's term %d (it climbs %d an election timeout)",
+			typ, m.GetTerm(), MaxTermJump, v.term, uint64(TermCatchUp))
+	}
+	return nil
+}
+
+// checkContent checks what a message carries besides its terms: indexes, entries,
+// contexts, snapshots, as its type allows.
+func (v *checkView) checkContent(from uint64, m *raftpb.Message) error {
 	if err := checkFields(m); err != nil {
 		return err
 	}
-	switch typ {
+	switch typ := m.GetType(); typ {
 	case raftpb.MsgProp:
 		return v.checkProposal(from, m.GetEntries())
 	case raftpb.MsgApp:
-		return checkAppend(m)
+		if err := checkAppend(m); err != nil {
+			return err
+		}
+		return v.checkCommitted(m)
 	case raftpb.MsgAppResp:
 		// A leader's log does not shrink in its term: a follower of that term cannot
 		// have acknowledged more than it holds. (Other terms' answers raft ignores.)
@@ -131,25 +155,21 @@ func (v *checkView) check(from uint64, m *raftpb.Message) error {
 
 // checkTerms checks a message's terms against the member's: raft sends proposals and
 // read requests without one (term 0 is its mark of a local message), everything else
-// with one, at most MaxTermJump past the member's — or as far as its climb reached
-// (catchUp).
-func (v *checkView) checkTerms(m *raftpb.Message) error {
+// with one, at most MaxTermJump past the member's — beyond says it is further, which the
+// member takes only once its climb reaches it (catchUp, in check).
+func (v *checkView) checkTerms(m *raftpb.Message) (beyond bool, err error) {
 	typ, term := m.GetType(), m.GetTerm()
 	switch {
 	case typ == raftpb.MsgProp || typ == raftpb.MsgReadIndex:
 		if term != 0 || m.GetLogTerm() != 0 {
-			return dropped("%s with term %d", typ, term)
+			return false, dropped("%s with term %d", typ, term)
 		}
 	case term == 0 || term > MaxTerm:
-		return dropped("%s with term %d: want 1 to %d", typ, term, uint64(MaxTerm))
+		return false, dropped("%s with term %d: want 1 to %d", typ, term, uint64(MaxTerm))
 	case m.GetLogTerm() > term:
-		return dropped("%s with log term %d past its term %d", typ, m.GetLogTerm(), term)
-	case term <= v.term+MaxTermJump:
-	case v.catchUp == nil || v.catchUp(m.GetFrom(), term) < term:
-		return dropped("%s with term %d: more than %d past this member's term %d (it climbs %d an election timeout)",
-			typ, term, MaxTermJump, v.term, uint64(TermCatchUp))
+		return false, dropped("%s with log term %d past its term %d", typ, m.GetLogTerm(), term)
 	}
-	return nil
+	return term > v.term+MaxTermJump, nil
 }
 
 // checkFields checks the indexes and that entries and snapshots come only with the
@@ -175,6 +195,24 @@ func checkFields(m *raftpb.Message) error {
 		return dropped("%s with a context", typ)
 	case ctx != 8:
 		return dropped("%s with a context of %d bytes: want 8", typ, ctx)
+	}
+	return nil
+}
+
+// checkCommitted drops an append whose previous entry is one this member committed,
+// in another term. No real leader sends one — its log holds every committed entry —
+// so it shows a log forged before (docs/security.md, "What no check can catch"); and Raft
+// answers it without waiting for a tick: the follower rejects, the leader probes back,
+// the follower answers with its commit, the leader sends the same append again, without
+// end, a core each. Dropped, it is sent again at the leader's next heartbeat.
+func (v *checkView) checkCommitted(m *raftpb.Message) error {
+	idx := m.GetIndex()
+	if idx == 0 || idx > v.commit || v.termAt == nil {
+		return nil
+	}
+	if t, ok := v.termAt(idx); ok && t != m.GetLogTerm() {
+		return fmt.Errorf("%w: %w: %s after index %d of term %d: this member committed it in term %d",
+			errDropped, errCommittedConflict, m.GetType(), idx, m.GetLogTerm(), t)
 	}
 	return nil
 }

@@ -328,6 +328,12 @@ func TestCheckTermCatchUp(t *testing.T) {
 	if climbs != 3 {
 		t.Errorf("%d climbs asked, want 3", climbs)
 	}
+	// A message that fails any other check never makes the member climb.
+	bad := msg(raftpb.MsgHeartbeat, 2, 5+TermCatchUp)
+	bad.Commit = new(uint64(1000)) // past the log's end
+	if err := v.check(2, bad); err == nil || climbs != 3 {
+		t.Errorf("a heartbeat committing past the log, far ahead: %v after %d climbs asked, want dropped before climbing", err, climbs)
+	}
 }
 
 // TestClampCommit: within a batch, an append that cuts the log's tail lowers what a
@@ -348,5 +354,33 @@ func TestClampCommit(t *testing.T) {
 	hb.Commit = new(uint64(50))
 	if clampCommit(hb, low); hb.GetCommit() != 50 {
 		t.Fatalf("a heartbeat within the log was changed to commit %d", hb.GetCommit())
+	}
+}
+
+// TestCheckCommitted: an append whose previous entry is one the member committed in
+// another term is dropped (a real leader's log holds every committed entry; Raft would
+// answer it in a loop without ticks); one that agrees, or past the commit index, passes.
+func TestCheckCommitted(t *testing.T) {
+	v := testView()
+	v.commit = 90
+	v.termAt = func(i uint64) (uint64, bool) { return 4, i <= 100 }
+	app := func(index, logTerm uint64) *raftpb.Message {
+		m := msg(raftpb.MsgApp, 2, 5)
+		m.Index, m.LogTerm = new(index), new(logTerm)
+		return m
+	}
+	for _, tt := range []struct {
+		index, logTerm uint64
+		ok             bool
+	}{
+		{90, 4, true},  // the committed entry as the member holds it
+		{90, 3, false}, // the committed entry in another term
+		{89, 5, false},
+		{91, 3, true}, // past the commit: Raft decides
+		{0, 0, true},
+	} {
+		if err := v.check(2, app(tt.index, tt.logTerm)); (err == nil) != tt.ok {
+			t.Errorf("append after %d of term %d: %v, want ok %v", tt.index, tt.logTerm, err, tt.ok)
+		}
 	}
 }
